@@ -1,0 +1,87 @@
+import cors from '@fastify/cors';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { openDatabase, type DatabaseHandle, type Executor } from './db/index.js';
+import { migrateToLatest } from './db/migrate.js';
+import { articlesRoutes } from './modules/articles/routes.js';
+import { commentsRoutes } from './modules/comments/routes.js';
+import { profilesRoutes } from './modules/profiles/routes.js';
+import { tagsRoutes } from './modules/tags/routes.js';
+import { prepareDecoy } from './modules/users/passwords.js';
+import { usersRoutes } from './modules/users/routes.js';
+import { createTokenService, type TokenService } from './modules/users/tokens.js';
+import { installAuth } from './plugins/auth.js';
+import { frameworkErrors, installErrorHandling } from './plugins/errors.js';
+import { installJsonBodyParser } from './plugins/json-body.js';
+import { installValidation } from './plugins/validation.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config;
+    db: Executor;
+    tokens: TokenService;
+  }
+}
+
+export const BODY_LIMIT = 1024 * 1024;
+/** Slugs run up to ~110 characters and usernames up to 64 in URLs; the router's default cap is 100. */
+const MAX_PARAM_LENGTH = 1024;
+
+export interface BuildOptions {
+  /** An already open database (tests share one); otherwise the app opens and closes its own. */
+  database?: DatabaseHandle;
+}
+
+/** Builds the whole API as one Fastify instance; `server.ts` only starts it, tests inject into it. */
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const database = options.database ?? openDatabase(config.database);
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      // Tokens and passwords never reach the log.
+      redact: ['req.headers.authorization', 'req.body.user.password'],
+    },
+    bodyLimit: BODY_LIMIT,
+    frameworkErrors,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ignoreTrailingSlash: true },
+    requestIdHeader: 'x-request-id',
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  try {
+    await migrateToLatest(database);
+  } catch (error) {
+    if (!options.database) await database.destroy();
+    throw error;
+  }
+  if (!options.database) app.addHook('onClose', () => database.destroy());
+
+  app.decorate('config', config);
+  app.decorate('db', database.db);
+  app.decorate('tokens', createTokenService(config.jwtSecret, config.jwtTtlSeconds));
+
+  installValidation(app);
+  installErrorHandling(app);
+  installJsonBodyParser(app);
+  installAuth(app);
+  await app.register(cors, {
+    origin: config.corsOrigins,
+    methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-Requested-With', 'X-Request-Id'],
+    maxAge: 86400,
+  });
+
+  await app.register(
+    async (api) => {
+      await api.register(usersRoutes);
+      await api.register(profilesRoutes);
+      await api.register(articlesRoutes);
+      await api.register(commentsRoutes);
+      await api.register(tagsRoutes);
+    },
+    { prefix: '/api' },
+  );
+
+  await prepareDecoy();
+  return app;
+}

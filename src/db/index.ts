@@ -1,0 +1,108 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Driver } from 'kysely';
+import pg from 'pg';
+import type { DatabaseConfig } from '../config.js';
+import type { Database } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** A database handle or a transaction: every query function takes one as its first argument. */
+export type Executor = Kysely<Database>;
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** Answers whether the database can run a query right now. */
+  ping(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+const PG_INT8_OID = 20;
+const SQLITE_STATEMENT_CACHE_SIZE = 200;
+
+/**
+ * better-sqlite3 compiles a statement on every prepare(); Kysely prepares each query it runs.
+ * Reusing compiled statements for repeated SQL text removes that cost from every request.
+ */
+function withStatementCache(database: BetterSqlite3.Database): BetterSqlite3.Database {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  const prepare = database.prepare.bind(database);
+  return new Proxy(database, {
+    get(target, property, receiver) {
+      if (property !== 'prepare') return Reflect.get(target, property, receiver);
+      return (source: string) => {
+        let statement = cache.get(source);
+        if (statement === undefined) {
+          statement = prepare(source);
+          if (cache.size >= SQLITE_STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+          cache.set(source, statement);
+        }
+        return statement;
+      };
+    },
+  });
+}
+
+/**
+ * SQLite's plain BEGIN takes the write lock only at the first write, so two processes that both read first
+ * can deadlock and one fails with SQLITE_BUSY at once. BEGIN IMMEDIATE queues on the busy timeout instead.
+ */
+class ImmediateTransactionSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
+}
+
+function openSqlite(file: string): DatabaseHandle {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const database = new BetterSqlite3(file);
+  database.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode never corrupts and survives a process crash; only an OS crash can lose the last commits.
+  database.pragma('synchronous = NORMAL');
+  database.pragma('busy_timeout = 5000');
+  database.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({
+    dialect: new ImmediateTransactionSqliteDialect({ database: withStatementCache(database) }),
+  });
+  return {
+    db,
+    dialect: 'sqlite',
+    async ping() {
+      database.prepare('select 1').get();
+    },
+    destroy: () => db.destroy(),
+  };
+}
+
+function openPostgres(url: string, poolSize: number): DatabaseHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    // COUNT(*) and our epoch-millisecond columns are BIGINT; every value we store fits a JS number exactly.
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    async ping() {
+      await pool.query('select 1');
+    },
+    destroy: () => db.destroy(),
+  };
+}
+
+export function openDatabase(config: DatabaseConfig): DatabaseHandle {
+  return config.kind === 'sqlite' ? openSqlite(config.file) : openPostgres(config.url, config.poolSize);
+}

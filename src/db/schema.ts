@@ -1,0 +1,81 @@
+import type { Generated, Insertable, Selectable } from 'kysely';
+
+/** Timestamps are epoch milliseconds in a BIGINT/INTEGER column: identical on both databases and cheap to sort. */
+type EpochMs = number;
+
+export interface UsersTable {
+  id: Generated<number>;
+  username: string;
+  /** Lower-cased copy computed in the app, so case-insensitive uniqueness is the same on SQLite and PostgreSQL. */
+  username_key: string;
+  email: string;
+  email_key: string;
+  password_hash: string;
+  bio: string | null;
+  image: string | null;
+  /** Bumped by every password change; tokens carry the value they were issued under. */
+  token_version: Generated<number>;
+  /** The token (jti) that changed the password last: that session stays signed in, all others are revoked. */
+  kept_session: string | null;
+  created_at: EpochMs;
+  updated_at: EpochMs;
+}
+
+export interface FollowsTable {
+  follower_id: number;
+  followed_id: number;
+  created_at: EpochMs;
+}
+
+export interface ArticlesTable {
+  id: Generated<number>;
+  slug: string;
+  title: string;
+  description: string;
+  body: string;
+  author_id: number;
+  /** Kept in the same transaction as the favorites rows it counts. */
+  favorites_count: Generated<number>;
+  created_at: EpochMs;
+  updated_at: EpochMs;
+}
+
+export interface TagsTable {
+  id: Generated<number>;
+  name: string;
+  /** Number of articles carrying the tag, kept in the same transaction as article_tags. */
+  article_count: Generated<number>;
+}
+
+export interface ArticleTagsTable {
+  article_id: number;
+  tag_id: number;
+}
+
+export interface FavoritesTable {
+  user_id: number;
+  article_id: number;
+  created_at: EpochMs;
+}
+
+export interface CommentsTable {
+  id: Generated<number>;
+  article_id: number;
+  author_id: number;
+  body: string;
+  created_at: EpochMs;
+  updated_at: EpochMs;
+}
+
+export interface Database {
+  users: UsersTable;
+  follows: FollowsTable;
+  articles: ArticlesTable;
+  tags: TagsTable;
+  article_tags: ArticleTagsTable;
+  favorites: FavoritesTable;
+  comments: CommentsTable;
+}
+
+export type UserRow = Selectable<UsersTable>;
+export type NewUserRow = Insertable<UsersTable>;

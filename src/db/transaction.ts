@@ -1,0 +1,18 @@
+import type { Executor } from './index.js';
+
+const MAX_ATTEMPTS = 3;
+
+/** PostgreSQL may pick a transaction as a deadlock victim; running it again is the documented remedy. */
+const isRetryable = (error: unknown) =>
+  typeof error === 'object' && error !== null && ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
+
+/** Runs `work` in one transaction: all of it is written, or none of it. */
+export async function inTransaction<T>(db: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(work);
+    } catch (error) {
+      if (attempt >= MAX_ATTEMPTS || !isRetryable(error)) throw error;
+    }
+  }
+}

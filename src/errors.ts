@@ -1,0 +1,23 @@
+/**
+ * Domain errors carry the contract's status and `{"errors": {...}}` body; handlers throw them and
+ * the error plugin is the only place that turns anything into a response.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly errors: Record<string, string[]>,
+  ) {
+    super(Object.entries(errors).map(([key, messages]) => `${key} ${messages.join(', ')}`).join('; '));
+    this.name = 'HttpError';
+  }
+}
+
+export type TokenProblem = 'is missing' | 'is invalid' | 'has expired';
+export type Resource = 'article' | 'profile' | 'comment';
+
+export const unauthorized = (problem: TokenProblem) => new HttpError(401, { token: [problem] });
+export const invalidCredentials = () => new HttpError(401, { credentials: ['invalid'] });
+export const unprocessable = (field: string, message: string) => new HttpError(422, { [field]: [message] });
+export const alreadyTaken = (field: string) => new HttpError(409, { [field]: ['has already been taken'] });
+export const notFound = (resource: Resource) => new HttpError(404, { [resource]: ['not found'] });
+export const forbidden = (resource: Resource) => new HttpError(403, { [resource]: ['forbidden'] });

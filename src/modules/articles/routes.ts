@@ -1,0 +1,170 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { isForeignKeyViolation } from '../../db/constraints.js';
+import { forbidden, notFound } from '../../errors.js';
+import { signedIn, viewerId } from '../../plugins/auth.js';
+import { errorResponses } from '../../schemas.js';
+import {
+  createArticle,
+  deleteArticle,
+  findArticleRef,
+  getArticleView,
+  listArticles,
+  setFavorite,
+  updateArticle,
+} from './queries.js';
+import {
+  ArticleListResponse,
+  ArticleResponse,
+  FeedQuery,
+  ListQuery,
+  NewArticleBody,
+  SlugParams,
+  UpdateArticleBody,
+} from './schemas.js';
+
+export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
+  const articleView = async (where: { slug: string } | { id: number }, viewer: number | null) => {
+    const article = await getArticleView(app.db, where, viewer);
+    if (article === undefined) throw notFound('article');
+    return { article };
+  };
+
+  /** Existence (404) before ownership (403), as the contract orders them. */
+  const ownArticle = async (slug: string, userId: number) => {
+    const article = await findArticleRef(app.db, slug);
+    if (article === undefined) throw notFound('article');
+    if (article.author_id !== userId) throw forbidden('article');
+    return article;
+  };
+
+  app.get(
+    '/articles',
+    {
+      config: { auth: 'optional' },
+      schema: {
+        tags: ['articles'],
+        summary: 'List articles, newest first',
+        querystring: ListQuery,
+        response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => {
+      const { tag, author, favorited, limit, offset } = request.query;
+      return listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
+    },
+  );
+
+  app.get(
+    '/articles/feed',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['articles'],
+        summary: 'Articles by followed users, newest first',
+        querystring: FeedQuery,
+        response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => {
+      const me = signedIn(request).account.id;
+      return listArticles(app.db, { followedBy: me }, request.query, me);
+    },
+  );
+
+  app.post(
+    '/articles',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['articles'],
+        summary: 'Create an article',
+        body: NewArticleBody,
+        response: { 201: ArticleResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request, reply) => {
+      const me = signedIn(request).account.id;
+      const id = await createArticle(app.db, me, request.body.article, Date.now());
+      return reply.code(201).send(await articleView({ id }, me));
+    },
+  );
+
+  app.get(
+    '/articles/:slug',
+    {
+      config: { auth: 'optional' },
+      schema: {
+        tags: ['articles'],
+        summary: 'Get an article',
+        params: SlugParams,
+        response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => articleView({ slug: request.params.slug }, viewerId(request)),
+  );
+
+  app.put(
+    '/articles/:slug',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['articles'],
+        summary: 'Update an article (partial)',
+        params: SlugParams,
+        body: UpdateArticleBody,
+        response: { 200: ArticleResponse, ...errorResponses(401, 403, 404, 422) },
+      },
+    },
+    async (request) => {
+      const me = signedIn(request).account.id;
+      const article = await ownArticle(request.params.slug, me);
+      if (!(await updateArticle(app.db, article, request.body.article, Date.now()))) throw notFound('article');
+      return articleView({ id: article.id }, me);
+    },
+  );
+
+  app.delete(
+    '/articles/:slug',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['articles'],
+        summary: 'Delete an article with its comments and favorites',
+        params: SlugParams,
+        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const article = await ownArticle(request.params.slug, signedIn(request).account.id);
+      await deleteArticle(app.db, article.id);
+      return reply.code(204).send();
+    },
+  );
+
+  for (const [method, favorite] of [['POST', true], ['DELETE', false]] as const) {
+    app.route({
+      method,
+      url: '/articles/:slug/favorite',
+      config: { auth: 'required' },
+      schema: {
+        tags: ['favorites'],
+        summary: favorite ? 'Favorite an article' : 'Unfavorite an article',
+        params: SlugParams,
+        response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
+      },
+      handler: async (request) => {
+        const me = signedIn(request).account.id;
+        const article = await findArticleRef(app.db, request.params.slug);
+        if (article === undefined) throw notFound('article');
+        try {
+          await setFavorite(app.db, me, article.id, favorite, Date.now());
+        } catch (error) {
+          if (isForeignKeyViolation(error)) throw notFound('article');
+          throw error;
+        }
+        return articleView({ id: article.id }, me);
+      },
+    });
+  }
+};

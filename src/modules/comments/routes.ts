@@ -1,0 +1,84 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { isForeignKeyViolation } from '../../db/constraints.js';
+import { forbidden, notFound } from '../../errors.js';
+import { signedIn, viewerId } from '../../plugins/auth.js';
+import { errorResponses } from '../../schemas.js';
+import { findArticleRef } from '../articles/queries.js';
+import { SlugParams } from '../articles/schemas.js';
+import { toProfile } from '../profiles/queries.js';
+import { deleteComment, findComment, insertComment, listComments, toComment } from './queries.js';
+import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
+
+export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const existingArticle = async (slug: string) => {
+    const article = await findArticleRef(app.db, slug);
+    if (article === undefined) throw notFound('article');
+    return article;
+  };
+
+  app.get(
+    '/articles/:slug/comments',
+    {
+      config: { auth: 'optional' },
+      schema: {
+        tags: ['comments'],
+        summary: 'Comments on an article, oldest first',
+        params: SlugParams,
+        response: { 200: CommentListResponse, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const article = await existingArticle(request.params.slug);
+      return { comments: await listComments(app.db, article.id, viewerId(request)) };
+    },
+  );
+
+  app.post(
+    '/articles/:slug/comments',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['comments'],
+        summary: 'Comment on an article',
+        params: SlugParams,
+        body: NewCommentBody,
+        response: { 201: CommentResponse, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { account } = signedIn(request);
+      const article = await existingArticle(request.params.slug);
+      let comment;
+      try {
+        comment = await insertComment(app.db, { articleId: article.id, authorId: account.id, body: request.body.comment.body }, Date.now());
+      } catch (error) {
+        if (isForeignKeyViolation(error)) throw notFound('article');
+        throw error;
+      }
+      // Nobody follows themselves, so the author's own profile needs no query.
+      return reply.code(201).send({ comment: toComment(comment, toProfile({ ...account, following: false })) });
+    },
+  );
+
+  app.delete(
+    '/articles/:slug/comments/:id',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['comments'],
+        summary: "Delete a comment (its author or the article's author)",
+        params: CommentParams,
+        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const me = signedIn(request).account.id;
+      const article = await existingArticle(request.params.slug);
+      const comment = await findComment(app.db, article.id, request.params.id);
+      if (comment === undefined) throw notFound('comment');
+      if (comment.author_id !== me && article.author_id !== me) throw forbidden('comment');
+      await deleteComment(app.db, comment.id);
+      return reply.code(204).send();
+    },
+  );
+};

@@ -1,0 +1,53 @@
+import type { ExpressionBuilder, SqlBool } from 'kysely';
+import type { Executor } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
+import { identityKey } from '../users/queries.js';
+
+export interface ProfileRow {
+  id: number;
+  username: string;
+  bio: string | null;
+  image: string | null;
+  following: number | boolean;
+}
+
+/**
+ * "Does the viewer follow this user?" for the `users` row of the outer query (the author of an article or
+ * comment), correlated per row so a whole page learns it in the same query. Anonymous viewers follow nobody.
+ */
+export function followedByViewer(eb: ExpressionBuilder<Database, 'users'>, viewerId: number | null) {
+  if (viewerId === null) return eb.lit(false).$castTo<SqlBool>();
+  return eb.exists(
+    eb
+      .selectFrom('follows')
+      .select(eb.lit(1).as('one'))
+      .where('follows.follower_id', '=', viewerId)
+      .whereRef('follows.followed_id', '=', 'users.id'),
+  );
+}
+
+export function toProfile(row: { username: string; bio: string | null; image: string | null; following: unknown }) {
+  // SQLite answers EXISTS with 0/1, PostgreSQL with a boolean.
+  return { username: row.username, bio: row.bio, image: row.image, following: Boolean(row.following) };
+}
+
+export function findProfile(db: Executor, username: string, viewerId: number | null): Promise<ProfileRow | undefined> {
+  return db
+    .selectFrom('users')
+    .select((eb) => ['users.id', 'users.username', 'users.bio', 'users.image', followedByViewer(eb, viewerId).as('following')])
+    .where('users.username_key', '=', identityKey(username))
+    .executeTakeFirst();
+}
+
+/** Idempotent: the composite key turns a repeated follow into nothing. */
+export async function follow(db: Executor, followerId: number, followedId: number, now: number): Promise<void> {
+  await db
+    .insertInto('follows')
+    .values({ follower_id: followerId, followed_id: followedId, created_at: now })
+    .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
+    .execute();
+}
+
+export async function unfollow(db: Executor, followerId: number, followedId: number): Promise<void> {
+  await db.deleteFrom('follows').where('follower_id', '=', followerId).where('followed_id', '=', followedId).execute();
+}

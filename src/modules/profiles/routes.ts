@@ -1,0 +1,65 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { notFound, unprocessable } from '../../errors.js';
+import { isForeignKeyViolation } from '../../db/constraints.js';
+import { signedIn, viewerId } from '../../plugins/auth.js';
+import { errorResponses } from '../../schemas.js';
+import { findProfile, follow, toProfile, unfollow } from './queries.js';
+import { ProfileResponse, UsernameParams } from './schemas.js';
+
+export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/profiles/:username',
+    {
+      config: { auth: 'optional' },
+      schema: {
+        tags: ['profiles'],
+        summary: 'Get a profile',
+        params: UsernameParams,
+        response: { 200: ProfileResponse, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const profile = await findProfile(app.db, request.params.username, viewerId(request));
+      if (profile === undefined) throw notFound('profile');
+      return { profile: toProfile(profile) };
+    },
+  );
+
+  const followSchema = (summary: string) => ({
+    tags: ['profiles'],
+    summary,
+    params: UsernameParams,
+    response: { 200: ProfileResponse, ...errorResponses(401, 404, 422) },
+  });
+
+  app.post(
+    '/profiles/:username/follow',
+    { config: { auth: 'required' }, schema: followSchema('Follow a user') },
+    async (request) => {
+      const me = signedIn(request).account;
+      const profile = await findProfile(app.db, request.params.username, me.id);
+      if (profile === undefined) throw notFound('profile');
+      if (profile.id === me.id) throw unprocessable('profile', 'cannot follow yourself');
+      try {
+        await follow(app.db, me.id, profile.id, Date.now());
+      } catch (error) {
+        // The user was deleted between the lookup and the insert.
+        if (isForeignKeyViolation(error)) throw notFound('profile');
+        throw error;
+      }
+      return { profile: toProfile({ ...profile, following: true }) };
+    },
+  );
+
+  app.delete(
+    '/profiles/:username/follow',
+    { config: { auth: 'required' }, schema: followSchema('Unfollow a user') },
+    async (request) => {
+      const me = signedIn(request).account;
+      const profile = await findProfile(app.db, request.params.username, me.id);
+      if (profile === undefined) throw notFound('profile');
+      await unfollow(app.db, me.id, profile.id);
+      return { profile: toProfile({ ...profile, following: false }) };
+    },
+  );
+};

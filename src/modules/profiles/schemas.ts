@@ -1,0 +1,12 @@
+import { Type } from '@sinclair/typebox';
+import { Nullable, Wrapped } from '../../schemas.js';
+
+export const Profile = Type.Object({
+  username: Type.String(),
+  bio: Nullable(Type.String()),
+  image: Nullable(Type.String()),
+  following: Type.Boolean(),
+});
+export const ProfileResponse = Wrapped('profile', Profile);
+
+export const UsernameParams = Type.Object({ username: Type.String({ minLength: 1, maxLength: 256 }) });

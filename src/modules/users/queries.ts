@@ -1,0 +1,81 @@
+import type { Executor } from '../../db/index.js';
+
+/** Case-insensitive identity: usernames and emails compare by this key, stored beside the original. */
+export const identityKey = (value: string) => value.normalize('NFC').toLowerCase();
+
+const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session'] as const;
+
+export interface Account {
+  id: number;
+  username: string;
+  email: string;
+  bio: string | null;
+  image: string | null;
+  token_version: number;
+  kept_session: string | null;
+}
+
+export function findAccountById(db: Executor, id: number): Promise<Account | undefined> {
+  return db.selectFrom('users').select(ACCOUNT_COLUMNS).where('id', '=', id).executeTakeFirst();
+}
+
+export function findLoginByEmail(db: Executor, email: string) {
+  return db
+    .selectFrom('users')
+    .select([...ACCOUNT_COLUMNS, 'password_hash'])
+    .where('email_key', '=', identityKey(email))
+    .executeTakeFirst();
+}
+
+export function insertAccount(
+  db: Executor,
+  user: { username: string; email: string; passwordHash: string },
+  now: number,
+): Promise<Account> {
+  const username = user.username.normalize('NFC');
+  return db
+    .insertInto('users')
+    .values({
+      username,
+      username_key: identityKey(username),
+      email: user.email,
+      email_key: identityKey(user.email),
+      password_hash: user.passwordHash,
+      bio: null,
+      image: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returning(ACCOUNT_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export interface AccountChanges {
+  username?: string;
+  email?: string;
+  bio?: string | null;
+  image?: string | null;
+  /** A new password revokes every other session; `keptSession` names the one that stays. */
+  password?: { hash: string; keptSession: string };
+}
+
+export function updateAccount(db: Executor, id: number, changes: AccountChanges, now: number): Promise<Account> {
+  const username = changes.username?.normalize('NFC');
+  return db
+    .updateTable('users')
+    .set((eb) => ({
+      updated_at: now,
+      ...(username !== undefined && { username, username_key: identityKey(username) }),
+      ...(changes.email !== undefined && { email: changes.email, email_key: identityKey(changes.email) }),
+      ...(changes.bio !== undefined && { bio: changes.bio }),
+      ...(changes.image !== undefined && { image: changes.image }),
+      ...(changes.password !== undefined && {
+        password_hash: changes.password.hash,
+        token_version: eb('token_version', '+', 1),
+        kept_session: changes.password.keptSession,
+      }),
+    }))
+    .where('id', '=', id)
+    .returning(ACCOUNT_COLUMNS)
+    .executeTakeFirstOrThrow();
+}

@@ -1,0 +1,90 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { invalidCredentials } from '../../errors.js';
+import { signedIn } from '../../plugins/auth.js';
+import { errorResponses } from '../../schemas.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { findLoginByEmail, insertAccount, updateAccount, type Account, type AccountChanges } from './queries.js';
+import { LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
+
+const toUser = (account: Account, token: string) => ({
+  user: { email: account.email, token, username: account.username, bio: account.bio, image: account.image },
+});
+
+/** `""` clears a profile field, like `null`. */
+const emptyToNull = (value: string | null | undefined) => (value === '' ? null : value);
+
+export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/users',
+    {
+      schema: {
+        tags: ['users'],
+        summary: 'Register',
+        body: RegisterBody,
+        response: { 201: UserResponse, ...errorResponses(409, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { username, email, password } = request.body.user;
+      // A taken username or email is settled by the unique keys, not by reading first.
+      const account = await insertAccount(app.db, { username, email, passwordHash: await hashPassword(password) }, Date.now());
+      return reply.code(201).send(toUser(account, await app.tokens.issue(account)));
+    },
+  );
+
+  app.post(
+    '/users/login',
+    {
+      schema: {
+        tags: ['users'],
+        summary: 'Log in',
+        body: LoginBody,
+        response: { 200: UserResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => {
+      const { email, password } = request.body.user;
+      const login = await findLoginByEmail(app.db, email);
+      // Unknown email and wrong password do the same work and give the same answer.
+      if (!(await verifyPassword(login?.password_hash, password)) || login === undefined) throw invalidCredentials();
+      return toUser(login, await app.tokens.issue(login));
+    },
+  );
+
+  app.get(
+    '/user',
+    {
+      config: { auth: 'required' },
+      schema: { tags: ['users'], summary: 'Current user', response: { 200: UserResponse, ...errorResponses(401) } },
+    },
+    async (request) => {
+      const { account, token } = signedIn(request);
+      return toUser(account, token);
+    },
+  );
+
+  app.put(
+    '/user',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['users'],
+        summary: 'Update current user',
+        body: UpdateUserBody,
+        response: { 200: UserResponse, ...errorResponses(401, 409, 422) },
+      },
+    },
+    async (request) => {
+      const { account, token, sessionId } = signedIn(request);
+      const { username, email, password, bio, image } = request.body.user;
+      const changes: AccountChanges = { username, email, bio: emptyToNull(bio), image: emptyToNull(image) };
+      if (password !== undefined) {
+        changes.password = { hash: await hashPassword(password), keptSession: sessionId };
+      }
+      const updated = await updateAccount(app.db, account.id, changes, Date.now());
+      // After a password change every token is re-issued under the new version; the old one is kept only for
+      // the session that made the change, so the client may keep using it while it switches over.
+      return toUser(updated, password === undefined ? token : await app.tokens.issue(updated));
+    },
+  );
+};

@@ -1,0 +1,51 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
+import { Nullable, RequiredText, Wrapped } from '../../schemas.js';
+
+export const USERNAME_MAX = 64;
+export const EMAIL_MAX = 254;
+export const PASSWORD_MIN = 8;
+export const PASSWORD_MAX = 256;
+
+export const Username = Type.String({
+  minLength: 1,
+  maxLength: USERNAME_MAX,
+  // Letters and digits of any script (with their combining marks), plus _ - and .
+  pattern: '^[\\p{L}\\p{M}\\p{N}_.-]+$',
+  [MESSAGE_KEYWORD]: 'may contain only letters, digits, _, - and .',
+});
+export const Email = Type.String({ minLength: 1, maxLength: EMAIL_MAX, format: 'email' });
+export const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
+/** Empty strings are accepted and stored as null, as the contract asks. */
+const Bio = Nullable(Type.String({ maxLength: 1000 }));
+const Image = Nullable(
+  Type.String({ maxLength: 2048, pattern: '^$|^https?://\\S+$', [MESSAGE_KEYWORD]: 'must be an http(s) URL' }),
+);
+
+export const RegisterBody = Wrapped(
+  'user',
+  Type.Object({ username: Username, email: Email, password: Password }),
+);
+export const LoginBody = Wrapped('user', Type.Object({ email: RequiredText(EMAIL_MAX), password: RequiredText(PASSWORD_MAX) }));
+export const UpdateUserBody = Wrapped(
+  'user',
+  Type.Object({
+    username: Type.Optional(Username),
+    email: Type.Optional(Email),
+    password: Type.Optional(Password),
+    bio: Type.Optional(Bio),
+    image: Type.Optional(Image),
+  }),
+);
+
+export const User = Type.Object({
+  email: Type.String(),
+  token: Type.String(),
+  username: Type.String(),
+  bio: Nullable(Type.String()),
+  image: Nullable(Type.String()),
+});
+export const UserResponse = Wrapped('user', User);
+
+export type RegisterBody = Static<typeof RegisterBody>;
+export type UpdateUserBody = Static<typeof UpdateUserBody>;

@@ -1,0 +1,55 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { uniqueViolation } from '../db/constraints.js';
+import { alreadyTaken, HttpError } from '../errors.js';
+import { validationErrors } from './validation.js';
+
+type ErrorBody = { errors: Record<string, string[]> };
+
+const INTERNAL: ErrorBody = { errors: { server: ['internal error'] } };
+
+/** Fastify's own request errors, given the contract's bodies instead of the framework defaults. */
+const FRAMEWORK_ERRORS: Record<string, [number, ErrorBody]> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: [400, { errors: { body: ['is not valid JSON'] } }],
+  FST_ERR_CTP_BODY_TOO_LARGE: [413, { errors: { body: ['is too large'] } }],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, { errors: { body: ['must be sent as application/json'] } }],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, { errors: { body: ['does not match its Content-Length'] } }],
+  FST_ERR_BAD_URL: [400, { errors: { url: ['is malformed'] } }],
+};
+
+function toResponse(error: FastifyError | HttpError): [number, ErrorBody] | null {
+  if (error instanceof HttpError) return [error.statusCode, { errors: error.errors }];
+  if ('validation' in error && Array.isArray(error.validation)) {
+    return [422, { errors: validationErrors(error.validation as never, error.validationContext ?? 'body') }];
+  }
+  // Unique keys decide whether a username or email is free; their violations are the 409s.
+  const taken = uniqueViolation(error);
+  if (taken === 'username' || taken === 'email') return [409, { errors: alreadyTaken(taken).errors }];
+  const known = error.code ? FRAMEWORK_ERRORS[error.code] : undefined;
+  if (known) return known;
+  // Other client errors raised by Fastify or its plugins (e.g. an aborted upload) keep their status.
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return [status, { errors: { request: ['is invalid'] } }];
+  return null;
+}
+
+export function sendError(reply: FastifyReply, status: number, body: ErrorBody): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+    const response = toResponse(error);
+    if (response) return sendError(reply, ...response);
+    // Details stay in the log; the client learns only that it was our fault.
+    request.log.error({ err: error }, 'unhandled error');
+    return sendError(reply, 500, INTERNAL);
+  });
+
+  app.setNotFoundHandler((_request, reply) => sendError(reply, 404, { errors: { route: ['not found'] } }));
+}
+
+/** Errors raised before routing (a URL that cannot be decoded) reach this hook rather than the handler. */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const [status, body] = toResponse(error) ?? [500, INTERNAL];
+  void sendError(reply, status, body);
+}

@@ -1,0 +1,25 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import { MESSAGE_KEYWORD } from './plugins/validation.js';
+
+/** A required string that may not be empty or only white space. */
+export const RequiredText = (maxLength: number, description?: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', [MESSAGE_KEYWORD]: "can't be blank", description });
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** Wraps a payload in the single key the RealWorld API puts around it: `{"user": {...}}`. */
+export const Wrapped = <K extends string, T extends TSchema>(key: K, schema: T) =>
+  Type.Object({ [key]: schema } as { [P in K]: T });
+
+export const ErrorBody = Type.Object(
+  { errors: Type.Record(Type.String(), Type.Array(Type.String())) },
+  { description: 'Every error: one key per problem, each with readable messages' },
+);
+
+/** Timestamps leave the API as ISO 8601 with milliseconds and `Z`. */
+export const Timestamp = Type.String({ format: 'date-time' });
+export const toIso = (epochMs: number) => new Date(epochMs).toISOString();
+
+/** Declares the error statuses a route can answer with, all sharing the contract's error body. */
+export const errorResponses = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((status) => [status, ErrorBody])) as Record<number, typeof ErrorBody>;
