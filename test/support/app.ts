@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { afterAll, beforeAll, describe } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+const POSTGRES_URL = process.env.TEST_DATABASE_URL;
+export const DATABASES: DatabaseKind[] = POSTGRES_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+
+export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
+
+/** A throwaway database: a SQLite file in a temp folder, or a fresh PostgreSQL database next to TEST_DATABASE_URL. */
+export interface ScratchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function createScratchDatabase(kind: DatabaseKind): Promise<ScratchDatabase> {
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(path.join(tmpdir(), 'conduit-test-'));
+    return { url: `sqlite:${path.join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  if (!POSTGRES_URL) throw new Error('TEST_DATABASE_URL is not set');
+  const name = `conduit_test_${randomBytes(6).toString('hex')}`;
+  await withAdmin((client) => client.query(`create database ${name}`));
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => withAdmin((client) => client.query(`drop database if exists ${name} with (force)`)).then(() => {}),
+  };
+}
+
+export function testConfig(databaseUrl: string, overrides: Record<string, string> = {}): Config {
+  return loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    JWT_SECRET: TEST_SECRET,
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: path.join(tmpdir(), 'conduit-test-data'),
+    ...overrides,
+  });
+}
+
+export interface TestContext {
+  kind: DatabaseKind;
+  app: FastifyInstance;
+  databaseUrl: string;
+}
+
+/**
+ * Runs a suite once per configured database against the real app on a fresh database of its own:
+ * always SQLite, and PostgreSQL when TEST_DATABASE_URL is set.
+ */
+export function describeEachDatabase(title: string, suite: (context: () => TestContext) => void): void {
+  for (const kind of DATABASES) {
+    describe(`${title} [${kind}]`, () => {
+      let context: TestContext | undefined;
+      let scratch: ScratchDatabase | undefined;
+      beforeAll(async () => {
+        scratch = await createScratchDatabase(kind);
+        const app = await buildApp(testConfig(scratch.url));
+        context = { kind, app, databaseUrl: scratch.url };
+      });
+      afterAll(async () => {
+        await context?.app.close();
+        await scratch?.drop();
+      });
+      suite(() => {
+        if (context === undefined) throw new Error('the test app is not ready');
+        return context;
+      });
+    });
+  }
+}

@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Record<string, unknown>;
+}
+
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** One request through app.inject(); JSON in, parsed JSON out (undefined for an empty body). */
+export async function call<T = any>(
+  app: FastifyInstance,
+  method: Method,
+  url: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Token ${options.token}`;
+  const response = await app.inject({
+    method,
+    url,
+    headers,
+    ...(options.body !== undefined && { payload: options.body as object }),
+  });
+  const text = response.body;
+  return { status: response.statusCode, body: text === '' ? undefined : JSON.parse(text), headers: response.headers };
+}
+
+export const unique = (prefix = 'u') => `${prefix}${randomBytes(5).toString('hex')}`;
+
+export interface TestUser {
+  username: string;
+  email: string;
+  password: string;
+  token: string;
+}
+
+export async function registerUser(app: FastifyInstance, prefix = 'user'): Promise<TestUser> {
+  const username = unique(prefix);
+  const user = { username, email: `${username}@example.com`, password: 'password123' };
+  const response = await call(app, 'POST', '/api/users', { body: { user } });
+  if (response.status !== 201) throw new Error(`register failed: ${response.status} ${JSON.stringify(response.body)}`);
+  return { ...user, token: response.body.user.token };
+}
+
+export async function createArticle(
+  app: FastifyInstance,
+  token: string,
+  article: Partial<{ title: string; description: string; body: string; tagList: string[] }> = {},
+) {
+  const response = await call(app, 'POST', '/api/articles', {
+    token,
+    body: { article: { title: unique('Title '), description: 'About it', body: 'The body', ...article } },
+  });
+  if (response.status !== 201) throw new Error(`create article failed: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body.article;
+}
