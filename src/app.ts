@@ -63,13 +63,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installValidation(app);
   installErrorHandling(app);
   installJsonBodyParser(app);
-  installAuth(app);
   await app.register(cors, {
     origin: config.corsOrigins,
     methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
     allowedHeaders: ['Authorization', 'Content-Type', 'X-Requested-With', 'X-Request-Id'],
     maxAge: 86400,
+    // A bare OPTIONS (no Origin) is not a preflight; answer it plainly instead of with a framework error body.
+    strictPreflight: false,
   });
+  // After CORS, so that a 401 still carries the CORS headers a browser needs to read it.
+  installAuth(app);
 
   await app.register(
     async (api) => {

@@ -1,11 +1,16 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type StringOptions, type TSchema } from '@sinclair/typebox';
 import { MESSAGE_KEYWORD } from './plugins/validation.js';
 
 /** A required string that may not be empty or only white space. */
 export const RequiredText = (maxLength: number, description?: string) =>
   Type.String({ minLength: 1, maxLength, pattern: '\\S', [MESSAGE_KEYWORD]: "can't be blank", description });
 
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/**
+ * A string or null, as one `type: ["string", "null"]` rather than a union: a bad value then breaks one rule
+ * with one readable message instead of one per branch.
+ */
+export const NullableString = (options: StringOptions & Record<string, unknown> = {}) =>
+  Type.Unsafe<string | null>({ ...Type.String(options), type: ['string', 'null'] });
 
 /** Wraps a payload in the single key the RealWorld API puts around it: `{"user": {...}}`. */
 export const Wrapped = <K extends string, T extends TSchema>(key: K, schema: T) =>

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { Nullable, Wrapped } from '../../schemas.js';
+import { NullableString, Wrapped } from '../../schemas.js';
 
 export const Profile = Type.Object({
   username: Type.String(),
-  bio: Nullable(Type.String()),
-  image: Nullable(Type.String()),
+  bio: NullableString(),
+  image: NullableString(),
   following: Type.Boolean(),
 });
 export const ProfileResponse = Wrapped('profile', Profile);

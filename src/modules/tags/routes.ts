@@ -1,15 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { errorResponses } from '../../schemas.js';
 import { listTags } from './queries.js';
 
 export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/tags',
     {
+      // Nothing here depends on the viewer, but a token that is sent is still checked, as on every route.
+      config: { auth: 'optional' },
       schema: {
         tags: ['tags'],
         summary: 'Every tag in use, most used first, then by name',
-        response: { 200: Type.Object({ tags: Type.Array(Type.String()) }) },
+        response: { 200: Type.Object({ tags: Type.Array(Type.String()) }), ...errorResponses(401) },
       },
     },
     async () => ({ tags: await listTags(app.db) }),

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
-import { Nullable, RequiredText, Wrapped } from '../../schemas.js';
+import { NullableString, RequiredText, Wrapped } from '../../schemas.js';
 
 export const USERNAME_MAX = 64;
 export const EMAIL_MAX = 254;
@@ -10,17 +10,16 @@ export const PASSWORD_MAX = 256;
 export const Username = Type.String({
   minLength: 1,
   maxLength: USERNAME_MAX,
-  // Letters and digits of any script (with their combining marks), plus _ - and .
-  pattern: '^[\\p{L}\\p{M}\\p{N}_.-]+$',
-  [MESSAGE_KEYWORD]: 'may contain only letters, digits, _, - and .',
+  // Letters and digits of any script (with their combining marks), plus _ - and .; not dots alone, since
+  // "." and ".." cannot appear in a profile URL (clients and browsers resolve them away).
+  pattern: '^(?!\\.+$)[\\p{L}\\p{M}\\p{N}_.-]+$',
+  [MESSAGE_KEYWORD]: 'may contain only letters, digits, _, - and . (and not only dots)',
 });
 export const Email = Type.String({ minLength: 1, maxLength: EMAIL_MAX, format: 'email' });
 export const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
 /** Empty strings are accepted and stored as null, as the contract asks. */
-const Bio = Nullable(Type.String({ maxLength: 1000 }));
-const Image = Nullable(
-  Type.String({ maxLength: 2048, pattern: '^$|^https?://\\S+$', [MESSAGE_KEYWORD]: 'must be an http(s) URL' }),
-);
+const Bio = NullableString({ maxLength: 1000 });
+const Image = NullableString({ maxLength: 2048, pattern: '^$|^https?://\\S+$', [MESSAGE_KEYWORD]: 'must be an http(s) URL' });
 
 export const RegisterBody = Wrapped(
   'user',
@@ -42,8 +41,8 @@ export const User = Type.Object({
   email: Type.String(),
   token: Type.String(),
   username: Type.String(),
-  bio: Nullable(Type.String()),
-  image: Nullable(Type.String()),
+  bio: NullableString(),
+  image: NullableString(),
 });
 export const UserResponse = Wrapped('user', User);
 

@@ -1,0 +1,232 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDuration, type Config } from '../src/config.js';
+
+const SECRET = 's'.repeat(32);
+
+/** Loads a config and expects it to fail with a ConfigError whose message is one readable line. */
+function configError(env: Record<string, string | undefined>): ConfigError {
+  let caught: unknown;
+  try {
+    loadConfig(env);
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(ConfigError);
+  const error = caught as ConfigError;
+  expect(error.message.trim().length).toBeGreaterThan(10);
+  expect(error.message).not.toContain('\n');
+  return error;
+}
+
+describe('loadConfig', () => {
+  let dataDir = '';
+
+  beforeEach(() => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'conduit-config-'));
+  });
+
+  afterEach(() => {
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** A minimal environment; never the process's own. */
+  const env = (extra: Record<string, string | undefined> = {}) => ({ DATA_DIR: dataDir, JWT_SECRET: SECRET, ...extra });
+
+  // ---------------------------------------------------------------- defaults
+
+  it('uses the documented defaults', () => {
+    const config = loadConfig(env());
+    expect(config).toEqual<Config>({
+      env: 'development',
+      host: '127.0.0.1',
+      port: 3000,
+      logLevel: 'info',
+      dataDir,
+      database: { kind: 'sqlite', file: path.join(dataDir, 'conduit.db') },
+      jwtSecret: SECRET,
+      jwtTtlSeconds: 30 * 86400,
+      corsOrigins: true,
+    });
+  });
+
+  it('puts the data folder at ./data when DATA_DIR is unset', () => {
+    const config = loadConfig({ JWT_SECRET: SECRET });
+    expect(config.dataDir).toBe(path.resolve('data'));
+    expect(config.database).toEqual({ kind: 'sqlite', file: path.resolve('data', 'conduit.db') });
+  });
+
+  it('reads nothing from process.env when given an environment', () => {
+    const saved = process.env.PORT;
+    process.env.PORT = '4321';
+    try {
+      expect(loadConfig(env()).port).toBe(3000);
+    } finally {
+      if (saved === undefined) delete process.env.PORT;
+      else process.env.PORT = saved;
+    }
+  });
+
+  it('takes HOST, PORT and LOG_LEVEL from the environment', () => {
+    const config = loadConfig(env({ HOST: '0.0.0.0', PORT: '8080', LOG_LEVEL: 'debug' }));
+    expect(config).toMatchObject({ host: '0.0.0.0', port: 8080, logLevel: 'debug' });
+    expect(loadConfig(env({ PORT: '0' })).port).toBe(0);
+    expect(loadConfig(env({ PORT: '65535' })).port).toBe(65535);
+    expect(loadConfig(env({ PORT: '' })).port).toBe(3000);
+  });
+
+  // ---------------------------------------------------------------- database
+
+  it('reads DATABASE_URL=sqlite:<path> as a file, relative to the working directory', () => {
+    expect(loadConfig(env({ DATABASE_URL: 'sqlite:./var/app.db' })).database).toEqual({ kind: 'sqlite', file: path.resolve('var/app.db') });
+    const absolute = path.join(dataDir, 'abs.db');
+    expect(loadConfig(env({ DATABASE_URL: `sqlite:${absolute}` })).database).toEqual({ kind: 'sqlite', file: absolute });
+    expect(loadConfig(env({ DATABASE_URL: `sqlite://${absolute}` })).database).toEqual({ kind: 'sqlite', file: absolute });
+  });
+
+  it('refuses DATABASE_URL=sqlite: without a path', () => {
+    expect(configError(env({ DATABASE_URL: 'sqlite:' })).message).toContain('DATABASE_URL');
+  });
+
+  it('reads postgres:// and postgresql:// URLs with a pool size', () => {
+    const url = 'postgres://app:secret@db.internal:5432/conduit';
+    expect(loadConfig(env({ DATABASE_URL: url })).database).toEqual({ kind: 'postgres', url, poolSize: 10 });
+    const alias = 'postgresql://app@localhost/conduit';
+    expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_POOL_SIZE: '4' })).database).toEqual({ kind: 'postgres', url: alias, poolSize: 4 });
+  });
+
+  it('refuses an unknown database scheme, a broken postgres URL and a bad pool size', () => {
+    expect(configError(env({ DATABASE_URL: 'mysql://localhost/conduit' })).message).toContain('DATABASE_URL');
+    expect(configError(env({ DATABASE_URL: 'postgres://[broken' })).message).toContain('DATABASE_URL');
+    for (const size of ['0', '-1', 'ten', '2.5']) {
+      expect(configError(env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_POOL_SIZE: size })).message).toContain('DATABASE_POOL_SIZE');
+    }
+  });
+
+  it('does not leak the database password in a configuration error', () => {
+    const error = configError(env({ DATABASE_URL: 'postgres://app:hunter2-secret@[broken/conduit' }));
+    expect(error.message).not.toContain('hunter2-secret');
+  });
+
+  // ---------------------------------------------------------------- secret
+
+  it('refuses to start in production without JWT_SECRET, with a one-line reason', () => {
+    for (const secret of [undefined, '']) {
+      const error = configError({ NODE_ENV: 'production', DATA_DIR: dataDir, JWT_SECRET: secret });
+      expect(error.message).toContain('JWT_SECRET');
+      expect(error.message).toContain('production');
+    }
+    // And it did not quietly generate one.
+    expect(existsSync(path.join(dataDir, 'jwt-secret'))).toBe(false);
+  });
+
+  it('starts in production with a long enough JWT_SECRET', () => {
+    const config = loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir, JWT_SECRET: SECRET });
+    expect(config.env).toBe('production');
+    expect(config.jwtSecret).toBe(SECRET);
+  });
+
+  it('refuses a JWT_SECRET shorter than 32 characters, in every environment', () => {
+    for (const nodeEnv of ['production', 'development', 'test']) {
+      const error = configError({ NODE_ENV: nodeEnv, DATA_DIR: dataDir, JWT_SECRET: 's'.repeat(31) });
+      expect(error.message).toContain('JWT_SECRET');
+    }
+  });
+
+  it('generates a secret outside production, keeps it in DATA_DIR/jwt-secret and reuses it', () => {
+    const nested = path.join(dataDir, 'not', 'yet', 'there');
+    const first = loadConfig({ NODE_ENV: 'development', DATA_DIR: nested });
+    const file = path.join(nested, 'jwt-secret');
+    expect(existsSync(file)).toBe(true);
+    expect(first.jwtSecret.length).toBeGreaterThanOrEqual(32);
+    expect(readFileSync(file, 'utf8').trim()).toBe(first.jwtSecret);
+    if (process.platform !== 'win32') expect(statSync(file).mode & 0o077).toBe(0);
+
+    const second = loadConfig({ NODE_ENV: 'test', DATA_DIR: nested });
+    expect(second.jwtSecret).toBe(first.jwtSecret);
+
+    // Another data folder gets another secret.
+    const other = loadConfig({ DATA_DIR: path.join(dataDir, 'other') });
+    expect(other.jwtSecret).not.toBe(first.jwtSecret);
+  });
+
+  it('prefers JWT_SECRET over a stored secret', () => {
+    loadConfig({ DATA_DIR: dataDir });
+    expect(loadConfig(env()).jwtSecret).toBe(SECRET);
+  });
+
+  it('refuses a stored secret that is too short', () => {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(path.join(dataDir, 'jwt-secret'), 'short');
+    expect(configError({ DATA_DIR: dataDir }).message).toContain('jwt-secret');
+  });
+
+  // ---------------------------------------------------------------- bad values
+
+  it('refuses a bad PORT', () => {
+    for (const port of ['abc', '70000', '65536', '-1', '3.5', '80a']) {
+      expect(configError(env({ PORT: port })).message, port).toContain('PORT');
+    }
+  });
+
+  it('refuses an unknown LOG_LEVEL and accepts the known ones', () => {
+    for (const level of ['verbose', 'INFO', 'warning']) {
+      expect(configError(env({ LOG_LEVEL: level })).message, level).toContain('LOG_LEVEL');
+    }
+    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) {
+      expect(loadConfig(env({ LOG_LEVEL: level })).logLevel).toBe(level);
+    }
+  });
+
+  it('refuses an unknown NODE_ENV', () => {
+    expect(configError(env({ NODE_ENV: 'staging' })).message).toContain('NODE_ENV');
+  });
+
+  // ---------------------------------------------------------------- token lifetime
+
+  it('reads JWT_EXPIRES_IN as seconds or with a unit', () => {
+    const cases: Array<[string, number]> = [
+      ['30d', 30 * 86400],
+      ['3600', 3600],
+      ['90s', 90],
+      ['15m', 900],
+      ['12h', 43200],
+      ['1d', 86400],
+      [' 7d ', 7 * 86400],
+    ];
+    for (const [raw, seconds] of cases) {
+      expect(loadConfig(env({ JWT_EXPIRES_IN: raw })).jwtTtlSeconds, raw).toBe(seconds);
+    }
+    expect(loadConfig(env({ JWT_EXPIRES_IN: '' })).jwtTtlSeconds).toBe(30 * 86400);
+  });
+
+  it('refuses a bad JWT_EXPIRES_IN', () => {
+    for (const raw of ['0', '0d', '-5', 'abc', '10w', '1.5h', 'd', '99999999999999999999d']) {
+      expect(configError(env({ JWT_EXPIRES_IN: raw })).message, raw).toContain('JWT_EXPIRES_IN');
+    }
+  });
+
+  it('exposes the duration parser with the variable name in its errors', () => {
+    expect(parseDuration('2h', 'X')).toBe(7200);
+    expect(() => parseDuration('soon', 'TOKEN_TTL')).toThrow(/TOKEN_TTL/);
+  });
+
+  // ---------------------------------------------------------------- CORS
+
+  it('allows any origin by default and reads CORS_ORIGINS as a list', () => {
+    expect(loadConfig(env({ CORS_ORIGINS: '*' })).corsOrigins).toBe(true);
+    expect(loadConfig(env({ CORS_ORIGINS: '  ' })).corsOrigins).toBe(true);
+    expect(loadConfig(env({ CORS_ORIGINS: 'https://a.example, http://b.example:8080' })).corsOrigins).toEqual([
+      'https://a.example',
+      'http://b.example:8080',
+    ]);
+  });
+
+  it('refuses CORS_ORIGINS entries that are not bare origins', () => {
+    for (const raw of ['https://a.example/path', 'a.example', 'ftp://a.example']) {
+      expect(configError(env({ CORS_ORIGINS: raw })).message, raw).toContain('CORS_ORIGINS');
+    }
+  });
+});
