@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Driver } from 'kysely';
+import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, type Driver } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import type { Database } from './schema.js';
@@ -10,6 +10,10 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** A database handle or a transaction: every query function takes one as its first argument. */
 export type Executor = Kysely<Database>;
+
+/** Which database an executor talks to, for the rare statement the two dialects cannot share. */
+export const dialectOf = (db: Executor): Dialect =>
+  db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;

@@ -1,6 +1,6 @@
 import type { Executor } from './index.js';
 
-const MAX_ATTEMPTS = 3;
+const MAX_ATTEMPTS = 5;
 
 /** PostgreSQL may pick a transaction as a deadlock victim; running it again is the documented remedy. */
 const isRetryable = (error: unknown) =>
@@ -13,6 +13,8 @@ export async function inTransaction<T>(db: Executor, work: (trx: Executor) => Pr
       return await db.transaction().execute(work);
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !isRetryable(error)) throw error;
+      // A short random pause, growing with each attempt, so that the same transactions do not collide again.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { ExpressionBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import { uniqueViolation } from '../../db/constraints.js';
-import type { Executor } from '../../db/index.js';
+import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { toIso } from '../../schemas.js';
@@ -159,33 +159,41 @@ export function findArticleRef(db: Executor, slug: string) {
 /** Trimmed, without duplicates: the form in which tags are stored. */
 export const normalizeTags = (names: string[]) => [...new Set(names.map((name) => name.trim()))].sort(byCodePoint);
 
-/** Links tags to an article, creating missing tags; counters move in the same transaction. */
-async function addTags(trx: Executor, articleId: number, names: string[]): Promise<void> {
-  if (names.length === 0) return;
-  // Sorted names keep the lock order the same in concurrent transactions, which avoids deadlocks.
-  await trx
-    .insertInto('tags')
-    .values(names.map((name) => ({ name })))
-    .onConflict((oc) => oc.column('name').doNothing())
-    .execute();
-  const tags = await trx.selectFrom('tags').select('id').where('name', 'in', names).orderBy('id').execute();
-  const ids = tags.map((tag) => tag.id);
-  await trx.insertInto('article_tags').values(ids.map((tag_id) => ({ article_id: articleId, tag_id }))).execute();
-  await trx
-    .updateTable('tags')
-    .set((eb) => ({ article_count: eb('article_count', '+', 1) }))
-    .where('id', 'in', ids)
-    .execute();
-}
-
-async function removeTags(trx: Executor, articleId: number, tagIds: number[]): Promise<void> {
-  if (tagIds.length === 0) return;
-  await trx.deleteFrom('article_tags').where('article_id', '=', articleId).where('tag_id', 'in', tagIds).execute();
-  await trx
-    .updateTable('tags')
-    .set((eb) => ({ article_count: eb('article_count', '-', 1) }))
-    .where('id', 'in', tagIds)
-    .execute();
+/**
+ * Links `add` (names) to an article and unlinks `removeIds`, creating missing tags; the use counters move in
+ * the same transaction. On PostgreSQL, concurrent edits of overlapping tags would deadlock if each locked its
+ * tag rows in its own order, so all touched rows are locked at once in id order first, and new names are
+ * inserted in name order. SQLite runs one writing transaction at a time and needs neither.
+ */
+async function changeTags(trx: Executor, articleId: number, add: string[], removeIds: number[]): Promise<void> {
+  let addIds: number[] = [];
+  if (add.length > 0) {
+    await trx
+      .insertInto('tags')
+      .values([...add].sort(byCodePoint).map((name) => ({ name })))
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    addIds = (await trx.selectFrom('tags').select('id').where('name', 'in', add).execute()).map((tag) => tag.id);
+  }
+  const touched = [...addIds, ...removeIds];
+  if (touched.length === 0) return;
+  if (dialectOf(trx) === 'postgres') {
+    await trx.selectFrom('tags').select('id').where('id', 'in', touched).orderBy('id').forUpdate().execute();
+  }
+  const moveCounters = (ids: number[], delta: 1 | -1) =>
+    trx
+      .updateTable('tags')
+      .set((eb) => ({ article_count: eb('article_count', '+', delta) }))
+      .where('id', 'in', ids)
+      .execute();
+  if (removeIds.length > 0) {
+    await trx.deleteFrom('article_tags').where('article_id', '=', articleId).where('tag_id', 'in', removeIds).execute();
+    await moveCounters(removeIds, -1);
+  }
+  if (addIds.length > 0) {
+    await trx.insertInto('article_tags').values(addIds.map((tag_id) => ({ article_id: articleId, tag_id }))).execute();
+    await moveCounters(addIds, 1);
+  }
 }
 
 /**
@@ -219,7 +227,7 @@ export function createArticle(db: Executor, authorId: number, article: NewArticl
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await addTags(trx, id, normalizeTags(article.tagList ?? []));
+    await changeTags(trx, id, normalizeTags(article.tagList ?? []), []);
     return id;
   });
 }
@@ -259,15 +267,15 @@ async function replaceTags(trx: Executor, articleId: number, names: string[]): P
     .execute();
   const wanted = new Set(names);
   const kept = new Set(current.map((tag) => tag.name));
-  await removeTags(trx, articleId, current.filter((tag) => !wanted.has(tag.name)).map((tag) => tag.id));
-  await addTags(trx, articleId, names.filter((name) => !kept.has(name)));
+  const removeIds = current.filter((tag) => !wanted.has(tag.name)).map((tag) => tag.id);
+  await changeTags(trx, articleId, names.filter((name) => !kept.has(name)), removeIds);
 }
 
 /** Comments, favorites and tag links go by cascade; tag counters are settled first, in the same transaction. */
 export function deleteArticle(db: Executor, articleId: number): Promise<void> {
   return inTransaction(db, async (trx) => {
     const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', articleId).execute();
-    await removeTags(trx, articleId, links.map((link) => link.tag_id));
+    await changeTags(trx, articleId, [], links.map((link) => link.tag_id));
     await trx.deleteFrom('articles').where('id', '=', articleId).execute();
   });
 }

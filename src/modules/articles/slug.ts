@@ -13,7 +13,9 @@ export function slugify(title: string): string {
     .normalize('NFKC')
     .toLowerCase()
     .replace(/['’]/g, '')
-    .match(/[\p{L}\p{M}\p{N}]+/gu);
+    // A word starts with a letter or digit; marks only ever extend one. Emoji variation selectors and the
+    // keycap sign are marks too, and would otherwise survive as invisible slugs.
+    .match(/[\p{L}\p{N}][\p{L}\p{M}\p{N}]*/gu);
   if (words === null) return FALLBACK;
   // Cut on code points, never inside a surrogate pair, and never leave a dangling dash.
   const slug = Array.from(words.join('-')).slice(0, MAX_BASE_LENGTH).join('').replace(/-+$/, '');

@@ -1,0 +1,182 @@
+import type { FastifyInstance } from 'fastify';
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryId,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { openDatabase, type DatabaseHandle } from '../src/db/index.js';
+import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+
+/**
+ * Counts the queries that really ran (a result came back), whatever builds them: the plugin sits on the
+ * Kysely instance the app's routes use, transactions included, so no source change is needed.
+ */
+class QueryCounter implements KyselyPlugin {
+  private readonly kinds = new WeakMap<QueryId, string>();
+  executed: string[] = [];
+
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    this.kinds.set(args.queryId, args.node.kind);
+    return args.node;
+  }
+
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    this.executed.push(this.kinds.get(args.queryId) ?? 'unknown');
+    return args.result;
+  }
+
+  /** Runs `work` and returns how many queries it ran. */
+  async count(work: () => Promise<unknown>): Promise<number> {
+    this.executed = [];
+    await work();
+    return this.executed.length;
+  }
+}
+
+const ARTICLES = 60;
+
+for (const kind of DATABASES) {
+  describe(`query count [${kind}]`, () => {
+    let scratch: ScratchDatabase;
+    let handle: DatabaseHandle;
+    let app: FastifyInstance;
+    const counter = new QueryCounter();
+    let viewer: TestUser;
+    let authors: TestUser[];
+    let tag: string;
+
+    /** Queries run by one request that must succeed; the response is checked by `check`. */
+    async function queriesOf(url: string, token?: string, check: (body: any) => void = () => {}) {
+      let body: unknown;
+      const count = await counter.count(async () => {
+        const response = await call(app, 'GET', url, { token });
+        expect(response.status, `${url}: ${JSON.stringify(response.body)}`).toBe(200);
+        body = response.body;
+      });
+      check(body);
+      return count;
+    }
+
+    beforeAll(async () => {
+      scratch = await createScratchDatabase(kind);
+      const config = testConfig(scratch.url);
+      handle = openDatabase(config.database);
+      app = await buildApp(config, { database: { ...handle, db: handle.db.withPlugin(counter) } });
+
+      const users = await Promise.all(['viewer', 'a', 'b', 'c'].map((prefix) => registerUser(app, prefix)));
+      viewer = users[0]!;
+      authors = users.slice(1);
+      tag = unique('common-');
+      for (let i = 0; i < ARTICLES; i++) {
+        const author = authors[i % authors.length]!;
+        const article = await createArticle(app, author.token, { tagList: [tag, `t${i % 7}`, `u${i % 11}`] });
+        if (i % 2 === 0) await call(app, 'POST', `/api/articles/${article.slug}/favorite`, { token: viewer.token });
+      }
+      for (const author of authors) await call(app, 'POST', `/api/profiles/${author.username}/follow`, { token: viewer.token });
+    });
+
+    afterAll(async () => {
+      await app?.close();
+      await handle?.destroy();
+      await scratch?.drop();
+    });
+
+    it('really counts the queries the routes run', async () => {
+      const count = await queriesOf('/api/articles?limit=5');
+      expect(count).toBeGreaterThan(0);
+      expect(counter.executed.every((kind) => kind === 'SelectQueryNode')).toBe(true);
+    });
+
+    it('lists articles anonymously with the same, small number of queries for 1 or 100 items', async () => {
+      const counts: number[] = [];
+      for (const limit of [1, 10, 50, 100]) {
+        counts.push(
+          await queriesOf(`/api/articles?limit=${limit}`, undefined, (body) => {
+            expect(body.articles).toHaveLength(Math.min(limit, ARTICLES));
+            expect(body.articlesCount).toBe(ARTICLES);
+          }),
+        );
+      }
+      expect(new Set(counts).size).toBe(1);
+      expect(counts[0]).toBeLessThanOrEqual(3);
+    });
+
+    it('adds nothing for the viewer flags beyond checking the token', async () => {
+      const tokenCheck = await queriesOf('/api/user', viewer.token);
+      const anonymous = await queriesOf('/api/articles?limit=50');
+      const counts: number[] = [];
+      for (const limit of [1, 50, 100]) {
+        counts.push(
+          await queriesOf(`/api/articles?limit=${limit}`, viewer.token, (body) => {
+            expect(body.articles).toHaveLength(Math.min(limit, ARTICLES));
+            if (limit > 1) expect(body.articles.some((item: { favorited: boolean }) => item.favorited)).toBe(true);
+            expect(body.articles.every((item: { author: { following: boolean } }) => item.author.following)).toBe(true);
+          }),
+        );
+      }
+      expect(new Set(counts).size).toBe(1);
+      expect(counts[0]).toBe(anonymous + tokenCheck);
+    });
+
+    it('keeps the count fixed with every filter at once', async () => {
+      const author = authors[0]!;
+      const counts: number[] = [];
+      for (const limit of [1, 100]) {
+        counts.push(
+          await queriesOf(`/api/articles?limit=${limit}&tag=${tag}&author=${author.username}&favorited=${viewer.username}`, viewer.token, (body) => {
+            expect(body.articlesCount).toBe(10);
+            expect(body.articles).toHaveLength(Math.min(limit, 10));
+          }),
+        );
+      }
+      expect(new Set(counts).size).toBe(1);
+      expect(counts[0]).toBeLessThanOrEqual(4);
+    });
+
+    it('serves the feed with the same number of queries for 1 or 100 items', async () => {
+      const counts: number[] = [];
+      for (const limit of [1, 20, 100]) {
+        counts.push(
+          await queriesOf(`/api/articles/feed?limit=${limit}`, viewer.token, (body) => {
+            expect(body.articles).toHaveLength(Math.min(limit, ARTICLES));
+            expect(body.articlesCount).toBe(ARTICLES);
+          }),
+        );
+      }
+      expect(new Set(counts).size).toBe(1);
+      expect(counts[0]).toBeLessThanOrEqual(4);
+    });
+
+    it('gets one article with the same number of queries whatever its number of tags', async () => {
+      const author = authors[1]!;
+      const few = await createArticle(app, author.token, { tagList: ['one'] });
+      const many = await createArticle(app, author.token, { tagList: Array.from({ length: 20 }, (_, i) => `many-${i}`) });
+      const fewCount = await queriesOf(`/api/articles/${few.slug}`, viewer.token, (body) => expect(body.article.tagList).toHaveLength(1));
+      const manyCount = await queriesOf(`/api/articles/${many.slug}`, viewer.token, (body) => expect(body.article.tagList).toHaveLength(20));
+      expect(manyCount).toBe(fewCount);
+      expect(manyCount).toBeLessThanOrEqual(3);
+    });
+
+    it('lists comments with the same number of queries for 1 or 30 comments by different authors', async () => {
+      const author = authors[2]!;
+      const one = await createArticle(app, author.token);
+      const thirty = await createArticle(app, author.token);
+      await call(app, 'POST', `/api/articles/${one.slug}/comments`, { token: viewer.token, body: { comment: { body: 'only' } } });
+      for (let i = 0; i < 30; i++) {
+        const commenter = [viewer, ...authors][i % 4]!;
+        await call(app, 'POST', `/api/articles/${thirty.slug}/comments`, { token: commenter.token, body: { comment: { body: `c${i}` } } });
+      }
+      const oneCount = await queriesOf(`/api/articles/${one.slug}/comments`, viewer.token, (body) => expect(body.comments).toHaveLength(1));
+      const thirtyCount = await queriesOf(`/api/articles/${thirty.slug}/comments`, viewer.token, (body) => expect(body.comments).toHaveLength(30));
+      expect(thirtyCount).toBe(oneCount);
+      expect(thirtyCount).toBeLessThanOrEqual(3);
+    });
+  });
+}
