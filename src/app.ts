@@ -13,7 +13,11 @@ import { usersRoutes } from './modules/users/routes.js';
 import { createTokenService, type TokenService } from './modules/users/tokens.js';
 import { installAuth } from './plugins/auth.js';
 import { frameworkErrors, installErrorHandling } from './plugins/errors.js';
+import { installHealthRoutes } from './plugins/health.js';
 import { installJsonBodyParser } from './plugins/json-body.js';
+import { installOpenApi } from './plugins/openapi.js';
+import { installRequestIdHeader, loggerOptions, requestIdFor, type LogDestination } from './plugins/logging.js';
+import { installMetrics } from './plugins/metrics.js';
 import { installValidation } from './plugins/validation.js';
 
 declare module 'fastify' {
@@ -31,25 +35,25 @@ const MAX_PARAM_LENGTH = 1024;
 export interface BuildOptions {
   /** An already open database (tests share one); otherwise the app opens and closes its own. */
   database?: DatabaseHandle;
+  /** Where log lines go; stdout otherwise. */
+  logStream?: LogDestination;
+  /** False when whoever starts the app has migrated already: the cluster primary, once for all its workers. */
+  migrate?: boolean;
 }
 
 /** Builds the whole API as one Fastify instance; `server.ts` only starts it, tests inject into it. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? openDatabase(config.database);
   const app = Fastify({
-    logger: {
-      level: config.logLevel,
-      // Tokens and passwords never reach the log.
-      redact: ['req.headers.authorization', 'req.body.user.password'],
-    },
+    logger: loggerOptions(config, options.logStream),
+    genReqId: requestIdFor,
     bodyLimit: BODY_LIMIT,
     frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ignoreTrailingSlash: true },
-    requestIdHeader: 'x-request-id',
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   try {
-    await migrateToLatest(database);
+    if (options.migrate !== false) await migrateToLatest(database);
   } catch (error) {
     if (!options.database) await database.destroy();
     throw error;
@@ -60,6 +64,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorate('db', database.db);
   app.decorate('tokens', createTokenService(config.jwtSecret, config.jwtTtlSeconds));
 
+  // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
+  installRequestIdHeader(app);
+  await installMetrics(app, database);
   installValidation(app);
   installErrorHandling(app);
   installJsonBodyParser(app);
@@ -73,7 +80,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   // After CORS, so that a 401 still carries the CORS headers a browser needs to read it.
   installAuth(app);
+  installHealthRoutes(app, database);
 
+  // Before the routes, which it documents as they are added.
+  await installOpenApi(app);
   await app.register(
     async (api) => {
       await api.register(usersRoutes);

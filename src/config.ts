@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string }
@@ -20,7 +21,16 @@ export interface Config {
   corsOrigins: true | string[];
 }
 
-export class ConfigError extends Error {}
+/** One or more bad settings; the message has one line per setting, so a single start reports them all. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+
+  constructor(problems: string | string[]) {
+    const list = typeof problems === 'string' ? [problems] : problems;
+    super(list.length === 1 ? (list[0] ?? '') : [`${list.length} problems:`, ...list.map((problem) => `  ${problem}`)].join('\n'));
+    this.problems = list;
+  }
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const MIN_SECRET_LENGTH = 32;
@@ -99,44 +109,83 @@ function localSecret(dataDir: string): string {
 function parseCors(raw: string | undefined): true | string[] {
   if (raw === undefined || raw.trim() === '' || raw.trim() === '*') return true;
   const origins = raw.split(',').map((origin) => origin.trim()).filter(Boolean);
-  for (const origin of origins) {
-    if (!/^https?:\/\/[^/\s]+$/.test(origin)) {
-      throw new ConfigError(`CORS_ORIGINS entries must look like https://example.com (no path), got "${origin}"`);
-    }
+  const bad = origins.filter((origin) => !/^https?:\/\/[^/\s]+$/.test(origin));
+  if (bad.length > 0) {
+    throw new ConfigError(bad.map((origin) => `CORS_ORIGINS entries must look like https://example.com (no path), got "${origin}"`));
   }
   return origins;
 }
 
-export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = env.NODE_ENV ?? 'development';
+function parseNodeEnv(raw: string | undefined): Config['env'] {
+  const nodeEnv = raw ?? 'development';
   if (nodeEnv !== 'development' && nodeEnv !== 'production' && nodeEnv !== 'test') {
     throw new ConfigError(`NODE_ENV must be development, production or test, got "${nodeEnv}"`);
   }
-  const logLevel = env.LOG_LEVEL ?? 'info';
+  return nodeEnv;
+}
+
+function parseLogLevel(raw: string | undefined): string {
+  const logLevel = raw ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
-  const dataDir = path.resolve(env.DATA_DIR || 'data');
+  return logLevel;
+}
 
-  let jwtSecret = env.JWT_SECRET;
-  if (jwtSecret === undefined || jwtSecret === '') {
+/** The secret as set, or `null` when it is to be generated: in production it never is. */
+function parseSecret(raw: string | undefined, nodeEnv: Config['env']): string | null {
+  if (raw === undefined || raw === '') {
     if (nodeEnv === 'production') {
       throw new ConfigError('JWT_SECRET is required when NODE_ENV=production (use at least 32 random characters)');
     }
-    jwtSecret = localSecret(dataDir);
-  } else if (jwtSecret.length < MIN_SECRET_LENGTH) {
-    throw new ConfigError(`JWT_SECRET must be at least ${MIN_SECRET_LENGTH} characters long`);
+    return null;
   }
+  if (raw.length < MIN_SECRET_LENGTH) throw new ConfigError(`JWT_SECRET must be at least ${MIN_SECRET_LENGTH} characters long`);
+  return raw;
+}
 
-  return {
+/**
+ * The real environment over `.env` in the working directory, when there is one: a variable set in both keeps
+ * its real value, so a deployment can override a checked-in or copied file without editing it.
+ */
+export function readEnvironment(file = path.resolve('.env'), env: Env = process.env): Env {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return env;
+    throw new ConfigError(`${file} cannot be read: ${(error as Error).message}`);
+  }
+  return { ...parseEnv(content), ...env };
+}
+
+export function loadConfig(env: Env = readEnvironment()): Config {
+  const problems: string[] = [];
+  // Each setting is read on its own: a bad one is noted and the others are still checked.
+  const read = <T>(parse: () => T, placeholder: T): T => {
+    try {
+      return parse();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems);
+      return placeholder;
+    }
+  };
+
+  const nodeEnv = read(() => parseNodeEnv(env.NODE_ENV), 'development');
+  const dataDir = path.resolve(env.DATA_DIR || 'data');
+  const config: Omit<Config, 'jwtSecret'> = {
     env: nodeEnv,
     host: env.HOST || '127.0.0.1',
-    port: parsePort(env.PORT, 'PORT', 3000),
-    logLevel,
+    port: read(() => parsePort(env.PORT, 'PORT', 3000), 0),
+    logLevel: read(() => parseLogLevel(env.LOG_LEVEL), ''),
     dataDir,
-    database: parseDatabase(env.DATABASE_URL, dataDir, env),
-    jwtSecret,
-    jwtTtlSeconds: env.JWT_EXPIRES_IN ? parseDuration(env.JWT_EXPIRES_IN, 'JWT_EXPIRES_IN') : 30 * 86400,
-    corsOrigins: parseCors(env.CORS_ORIGINS),
+    database: read(() => parseDatabase(env.DATABASE_URL, dataDir, env), { kind: 'sqlite', file: '' }),
+    jwtTtlSeconds: read(() => (env.JWT_EXPIRES_IN ? parseDuration(env.JWT_EXPIRES_IN, 'JWT_EXPIRES_IN') : 30 * 86400), 0),
+    corsOrigins: read(() => parseCors(env.CORS_ORIGINS), true),
   };
+  const secret = read(() => parseSecret(env.JWT_SECRET, nodeEnv), null);
+  if (problems.length > 0) throw new ConfigError(problems);
+  // Generated only once everything else is valid: a rejected configuration leaves no file behind.
+  return { ...config, jwtSecret: secret ?? localSecret(dataDir) };
 }

@@ -2,12 +2,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDuration, type Config } from '../src/config.js';
+import { ConfigError, loadConfig, parseDuration, readEnvironment, type Config } from '../src/config.js';
 
 const SECRET = 's'.repeat(32);
 
-/** Loads a config and expects it to fail with a ConfigError whose message is one readable line. */
-function configError(env: Record<string, string | undefined>): ConfigError {
+/** Loads a config and expects it to fail with a ConfigError. */
+function rejected(env: Record<string, string | undefined>): ConfigError {
   let caught: unknown;
   try {
     loadConfig(env);
@@ -15,7 +15,12 @@ function configError(env: Record<string, string | undefined>): ConfigError {
     caught = error;
   }
   expect(caught).toBeInstanceOf(ConfigError);
-  const error = caught as ConfigError;
+  return caught as ConfigError;
+}
+
+/** Loads a config and expects it to fail with a ConfigError whose message is one readable line. */
+function configError(env: Record<string, string | undefined>): ConfigError {
+  const error = rejected(env);
   expect(error.message.trim().length).toBeGreaterThan(10);
   expect(error.message).not.toContain('\n');
   return error;
@@ -227,6 +232,87 @@ describe('loadConfig', () => {
   it('refuses CORS_ORIGINS entries that are not bare origins', () => {
     for (const raw of ['https://a.example/path', 'a.example', 'ftp://a.example']) {
       expect(configError(env({ CORS_ORIGINS: raw })).message, raw).toContain('CORS_ORIGINS');
+    }
+  });
+
+  // ---------------------------------------------------------------- several bad values
+
+  it('reports every bad value at once, one line each, and generates no secret for a rejected configuration', () => {
+    const error = rejected({
+      DATA_DIR: dataDir,
+      NODE_ENV: 'staging',
+      PORT: 'eighty',
+      LOG_LEVEL: 'loud',
+      DATABASE_URL: 'mysql://localhost/conduit',
+      JWT_EXPIRES_IN: 'forever',
+      CORS_ORIGINS: 'a.example, https://ok.example, ftp://b.example',
+    });
+    const expected = ['NODE_ENV', 'PORT', 'LOG_LEVEL', 'DATABASE_URL', 'JWT_EXPIRES_IN', 'CORS_ORIGINS', 'CORS_ORIGINS'];
+    expect(error.problems.map((problem) => problem.split(' ')[0])).toEqual(expected);
+    expect(error.problems.join()).toContain('"a.example"');
+    expect(error.problems.join()).toContain('"ftp://b.example"');
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe('7 problems:');
+    expect(lines.slice(1)).toEqual(error.problems.map((problem) => `  ${problem}`));
+    expect(existsSync(path.join(dataDir, 'jwt-secret'))).toBe(false);
+  });
+
+  it('reports a missing production secret next to the other problems', () => {
+    const error = rejected({ DATA_DIR: dataDir, NODE_ENV: 'production', PORT: '-1' });
+    expect(error.problems.map((problem) => problem.split(' ')[0])).toEqual(['PORT', 'JWT_SECRET']);
+  });
+});
+
+describe('the .env file', () => {
+  let dir = '';
+  const envFile = () => path.join(dir, '.env');
+
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'conduit-dotenv-'));
+  });
+
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('adds its variables to the environment, and a variable set in both keeps its real value', () => {
+    writeFileSync(
+      envFile(),
+      ['# local settings', 'PORT=4100', 'LOG_LEVEL=debug', `JWT_SECRET="${SECRET}"`, 'CORS_ORIGINS=https://app.example', ''].join('\n'),
+    );
+    const env = readEnvironment(envFile(), { PORT: '4200', DATA_DIR: dir });
+    expect(env).toEqual({ PORT: '4200', LOG_LEVEL: 'debug', JWT_SECRET: SECRET, CORS_ORIGINS: 'https://app.example', DATA_DIR: dir });
+    expect(loadConfig(env)).toMatchObject({ port: 4200, logLevel: 'debug', jwtSecret: SECRET, corsOrigins: ['https://app.example'] });
+  });
+
+  it('is optional', () => {
+    const real = { PORT: '4300' };
+    expect(readEnvironment(envFile(), real)).toBe(real);
+  });
+
+  it('stops the start when it exists but cannot be read', () => {
+    mkdirSync(envFile());
+    expect(() => readEnvironment(envFile(), {})).toThrow(ConfigError);
+  });
+
+  it('is read from the working directory when loadConfig is given no environment', () => {
+    writeFileSync(envFile(), `PORT=4400\nDATA_DIR=${dir}\nJWT_SECRET=${SECRET}\n`);
+    const cwd = process.cwd();
+    const saved = { PORT: process.env.PORT, DATA_DIR: process.env.DATA_DIR, JWT_SECRET: process.env.JWT_SECRET };
+    process.chdir(dir);
+    try {
+      delete process.env.PORT;
+      delete process.env.DATA_DIR;
+      delete process.env.JWT_SECRET;
+      expect(loadConfig()).toMatchObject({ port: 4400, dataDir: dir, jwtSecret: SECRET });
+      process.env.PORT = '4500';
+      expect(loadConfig().port).toBe(4500);
+    } finally {
+      process.chdir(cwd);
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
     }
   });
 });

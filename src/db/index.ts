@@ -15,11 +15,20 @@ export type Executor = Kysely<Database>;
 export const dialectOf = (db: Executor): Dialect =>
   db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 
+/** Connection pool occupancy, in pg.Pool's terms: open clients, the idle ones, and queries queued for one. */
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
 export interface DatabaseHandle {
   db: Kysely<Database>;
   dialect: Dialect;
   /** Answers whether the database can run a query right now. */
   ping(): Promise<void>;
+  /** `null` for SQLite: one in-process connection, nothing to saturate. */
+  poolStats(): PoolStats | null;
   destroy(): Promise<void>;
 }
 
@@ -80,6 +89,7 @@ function openSqlite(file: string): DatabaseHandle {
     async ping() {
       database.prepare('select 1').get();
     },
+    poolStats: () => null,
     destroy: () => db.destroy(),
   };
 }
@@ -103,6 +113,7 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
     async ping() {
       await pool.query('select 1');
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     destroy: () => db.destroy(),
   };
 }

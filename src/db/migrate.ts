@@ -1,4 +1,4 @@
-import { Migrator, type Migration, type MigrationResultSet } from 'kysely';
+import { Migrator, type Migration, type MigrationResult, type MigrationResultSet } from 'kysely';
 import type { DatabaseHandle } from './index.js';
 import { initialSchema } from './migrations/0001_initial.js';
 
@@ -13,13 +13,15 @@ export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
   });
 }
 
-function unwrap({ error, results }: MigrationResultSet): void {
+/** The migrations a run executed, or the failure as an Error naming the migration that broke. */
+export function unwrap({ error, results }: MigrationResultSet): MigrationResult[] {
   if (error) {
     const failed = results?.find((result) => result.status === 'Error');
     throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`, { cause: error });
   }
+  return results ?? [];
 }
 
-export async function migrateToLatest(handle: DatabaseHandle): Promise<void> {
-  unwrap(await createMigrator(handle).migrateToLatest());
+export async function migrateToLatest(handle: DatabaseHandle): Promise<MigrationResult[]> {
+  return unwrap(await createMigrator(handle).migrateToLatest());
 }

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { uniqueViolation } from '../db/constraints.js';
 import { alreadyTaken, HttpError } from '../errors.js';
+import { REQUEST_ID_HEADER } from './logging.js';
 import { validationErrors } from './validation.js';
 
 type ErrorBody = { errors: Record<string, string[]> };
@@ -49,7 +50,8 @@ export function installErrorHandling(app: FastifyInstance): void {
 }
 
 /** Errors raised before routing (a URL that cannot be decoded) reach this hook rather than the handler. */
-export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const [status, body] = toResponse(error) ?? [500, INTERNAL];
+  reply.header(REQUEST_ID_HEADER, request.id);
   void sendError(reply, status, body);
 }

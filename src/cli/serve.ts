@@ -1,0 +1,121 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, type BuildOptions } from '../app.js';
+import type { Config } from '../config.js';
+import { openDatabase } from '../db/index.js';
+import { migrateToLatest } from '../db/migrate.js';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+const RESTART_DELAY_MS = 250;
+const MAX_RESTART_DELAY_MS = 30_000;
+/** A worker that ran this long before crashing was healthy; its replacement starts without delay growth. */
+const STABLE_UPTIME_MS = 60_000;
+
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+/** One server in this process: listens, and on SIGTERM/SIGINT finishes in-flight requests before exiting. */
+async function startServer(config: Config, options: BuildOptions = {}): Promise<void> {
+  let app: FastifyInstance | undefined;
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    // Stopped while starting (a rolling restart, a supervisor giving up): nothing can be in flight yet.
+    const server = app;
+    if (server === undefined) process.exit(0);
+    server.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const timer = setTimeout(() => {
+      server.log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS);
+    timer.unref();
+    server.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        server.log.error({ err: error }, 'error while shutting down');
+        process.exit(1);
+      },
+    );
+  };
+  for (const signal of SIGNALS) process.on(signal, () => shutdown(signal));
+
+  app = await buildApp(config, options);
+  await app.listen({ host: config.host, port: config.port });
+}
+
+const say = (message: string) => console.error(`conduit[primary ${process.pid}]: ${message}`);
+
+/**
+ * The cluster primary serves nothing itself: it keeps `count` workers alive on the shared port, replacing a
+ * crashed one after a delay that doubles with each crash in a row (a worker that dies at start must not spin),
+ * and on SIGTERM/SIGINT passes the signal on and exits once every worker has finished its requests. It
+ * migrates once before forking, so workers never contend for the migration lock at start.
+ */
+async function superviseWorkers(config: Config, count: number): Promise<void> {
+  const startedAt = new Map<Worker, number>();
+  let crashesInARow = 0;
+  let stopping = false;
+  let stopSignal: NodeJS.Signals | undefined;
+  let failedExit = false;
+
+  const fork = () => startedAt.set(cluster.fork(), Date.now());
+  const running = () => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+  const exitWhenDone = () => {
+    if (running().length === 0) process.exit(failedExit ? 1 : 0);
+  };
+
+  cluster.on('exit', (worker, code, signal) => {
+    const uptime = Date.now() - (startedAt.get(worker) ?? 0);
+    startedAt.delete(worker);
+    const crashed = code !== 0 || signal !== null;
+    if (stopping) {
+      // Killed by the very signal passed on means it was stopped before it could install its handler.
+      if (crashed && signal !== stopSignal) {
+        failedExit = true;
+        say(`worker ${worker.process.pid} did not stop cleanly (${signal ?? `exit code ${code}`})`);
+      }
+      exitWhenDone();
+      return;
+    }
+    // A clean exit means someone stopped that worker on purpose; only crashes are replaced.
+    if (!crashed) {
+      say(`worker ${worker.process.pid} stopped`);
+      exitWhenDone();
+      return;
+    }
+    crashesInARow = uptime >= STABLE_UPTIME_MS ? 0 : crashesInARow + 1;
+    const delay = Math.min(MAX_RESTART_DELAY_MS, RESTART_DELAY_MS * 2 ** Math.max(0, crashesInARow - 1));
+    say(`worker ${worker.process.pid} died (${signal ?? `exit code ${code}`}); starting another in ${delay} ms`);
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delay);
+  });
+
+  for (const signal of SIGNALS) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      stopSignal = signal;
+      say(`${signal}: stopping ${running().length} worker(s)`);
+      for (const worker of running()) worker.process.kill(signal);
+      exitWhenDone();
+    });
+  }
+
+  // Signals are handled from here on: one during the migration stops cleanly, and no worker starts.
+  const database = openDatabase(config.database);
+  try {
+    await migrateToLatest(database);
+  } finally {
+    await database.destroy();
+  }
+  for (let i = 0; i < count; i++) fork();
+  say(`started ${count} workers`);
+}
+
+/** `conduit serve`: one server in this process, or a cluster of `workers` processes sharing the port. */
+export async function serve(config: Config, workers: number): Promise<void> {
+  if (cluster.isWorker) return startServer(config, { migrate: false });
+  if (workers === 1) return startServer(config);
+  return superviseWorkers(config, workers);
+}

@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance, FastifyServerOptions, LogLevel } from 'fastify';
+import type { Config } from '../config.js';
+
+/** Where log lines go instead of stdout. */
+export interface LogDestination {
+  write(line: string): void;
+}
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** A caller's id is echoed in a header and written to every log line: no spaces, quotes or control characters, nothing huge. */
+const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * Keeps the id a proxy or another service sent, so one request can be followed across their logs and ours;
+ * anything missing or malformed gets a fresh one.
+ */
+export function requestIdFor(request: IncomingMessage): string {
+  const sent = request.headers[REQUEST_ID_HEADER];
+  return typeof sent === 'string' && ACCEPTED_REQUEST_ID.test(sent) ? sent : randomUUID();
+}
+
+/**
+ * Added before any other onRequest hook, so that answers cut short there (a 401, a preflight) carry it too.
+ * Errors raised before routing never reach the hooks; `frameworkErrors` sets the header itself.
+ */
+export function installRequestIdHeader(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+    done();
+  });
+}
+
+const AT_MOST_WARN: LogLevel[] = ['warn', 'error', 'fatal', 'silent'];
+
+/**
+ * For routes called every few seconds by machines (probes, scrapes): their request lines would drown the rest,
+ * so they log at `warn` and above, or less when the app is quieter still.
+ */
+export const machineRouteLogLevel = (appLevel: string): LogLevel => AT_MOST_WARN.find((level) => level === appLevel) ?? 'warn';
+
+/**
+ * JSON lines for log collectors; colours and aligned fields only for a developer watching a terminal.
+ * `stream` replaces stdout (tests read the lines back).
+ */
+export function loggerOptions(config: Config, stream?: LogDestination): FastifyServerOptions['logger'] {
+  const pretty = stream === undefined && config.env === 'development' && process.stdout.isTTY === true;
+  return {
+    level: config.logLevel,
+    // Fastify's request serializer logs neither headers nor bodies; this guards any log call that passes them.
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'req.body.user.password'],
+    ...(stream !== undefined && { stream }),
+    ...(pretty && {
+      transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } },
+    }),
+  };
+}

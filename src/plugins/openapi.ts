@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { AuthMode } from './auth.js';
+
+const OPENAPI_PATH = '/api/openapi.json';
+const DOCS_PATH = '/docs';
+
+// Two levels up from both src/plugins and dist/plugins.
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
+  required: [{ Token: [] }],
+  // The empty requirement is how OpenAPI says "or no token at all".
+  optional: [{}, { Token: [] }],
+};
+
+/**
+ * Error responses share one body schema and so one description; the reason phrase says which case each
+ * status is, where the schema's own description would repeat the same sentence on every line.
+ */
+function describeResponses(response: FastifySchema['response']) {
+  if (typeof response !== 'object' || response === null) return response;
+  return Object.fromEntries(
+    Object.entries(response).map(([status, schema]) => [
+      status,
+      { 'x-response-description': STATUS_CODES[status], ...(schema as object) },
+    ]),
+  );
+}
+
+/**
+ * The OpenAPI 3.1 document built from the route schemas, at `GET /api/openapi.json`, and Swagger UI at `/docs`
+ * serving its assets from the npm package. Register before the routes: only routes added later are seen.
+ */
+export async function installOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Conduit API',
+        version,
+        description:
+          'The RealWorld ("Conduit") API, spec 2.0.0. Errors are `{"errors": {"field": ["message"]}}`. ' +
+          'Sign in with POST /users/login, then **Authorize** with `Token <token>`.',
+      },
+      // Relative, so "Try it out" calls whichever host and port served the page. @fastify/swagger strips this
+      // base from the route URLs, so paths read as the RealWorld spec writes them (`/tags`, sent to `/api/tags`).
+      servers: [{ url: '/api', description: 'This server' }],
+      tags: [
+        { name: 'users', description: 'Registration, login and the current user' },
+        { name: 'profiles', description: 'Public profiles and follows' },
+        { name: 'articles', description: 'Articles, lists and the personal feed' },
+        { name: 'favorites', description: 'Favoriting articles' },
+        { name: 'comments', description: 'Comments on articles' },
+        { name: 'tags', description: 'Tags in use' },
+      ],
+      components: {
+        securitySchemes: {
+          Token: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'The JWT from login or registration, sent as `Token <jwt>` (`Bearer <jwt>` works too).',
+          },
+        },
+      },
+    },
+    // Security follows from each route's `config.auth`, the same setting the auth hook enforces.
+    transform: ({ schema, url, route }) => {
+      const auth = route.config?.auth;
+      return {
+        url,
+        schema: {
+          ...schema,
+          ...(auth !== undefined && { security: SECURITY[auth] }),
+          response: describeResponses(schema?.response),
+        },
+      };
+    },
+  });
+
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PATH,
+    theme: { title: 'Conduit API reference' },
+    uiConfig: {
+      docExpansion: 'list',
+      // A token entered with "Authorize" survives reloading the page.
+      persistAuthorization: true,
+      displayRequestDuration: true,
+    },
+  });
+
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, () => app.swagger());
+}

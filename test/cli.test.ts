@@ -1,0 +1,195 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { openDatabase, type DatabaseHandle } from '../src/db/index.js';
+import { SEED_PASSWORD } from '../src/db/seed.js';
+import { call } from './support/client.js';
+import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+import { childEnv, runConduit } from './support/processes.js';
+
+describe('conduit --help', () => {
+  it.each([
+    [[], /Usage: conduit \[options\] \[command\][\s\S]*serve[\s\S]*migrate[\s\S]*seed/],
+    [['serve'], /Usage: conduit serve[\s\S]*--workers <n>[\s\S]*env: WORKERS/],
+    [['migrate'], /Usage: conduit migrate[\s\S]*up[\s\S]*down[\s\S]*status/],
+    [['migrate', 'up'], /Usage: conduit migrate up/],
+    [['migrate', 'down'], /Usage: conduit migrate down[\s\S]*drops every table/],
+    [['migrate', 'status'], /Usage: conduit migrate status/],
+    [['seed'], new RegExp(`Usage: conduit seed[\\s\\S]*--size[\\s\\S]*--seed-value[\\s\\S]*"${SEED_PASSWORD}"`)],
+  ])('conduit %j --help', async (command, expected) => {
+    const result = await runConduit([...command, '--help'], childEnv('sqlite:/nonexistent/never-opened.db'));
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(expected);
+  });
+
+  it('rejects a bad number with a one-line reason', async () => {
+    const result = await runConduit(['seed', '--users', 'many'], childEnv('sqlite:/nonexistent/never-opened.db'));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/option '--users <n>' argument 'many' is invalid/);
+  });
+});
+
+/** Rows per table, and how many counters disagree with the rows they count. */
+async function census({ db }: DatabaseHandle) {
+  const count = async (table: 'users' | 'articles' | 'tags' | 'article_tags' | 'follows' | 'favorites' | 'comments') =>
+    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const mismatches = async (table: string, counter: string, links: string, key: string) => {
+    const { rows } = await sql<{ n: number }>`
+      select count(*) as n from ${sql.table(table)} as counted
+      where ${sql.ref(`counted.${counter}`)} <> (select count(*) from ${sql.table(links)} as link where ${sql.ref(`link.${key}`)} = counted.id)
+    `.execute(db);
+    return Number(rows[0]?.n);
+  };
+  const tagsPerArticle = await db
+    .selectFrom('articles')
+    .leftJoin('article_tags', 'article_tags.article_id', 'articles.id')
+    .select((eb) => eb.fn.count('article_tags.tag_id').as('tags'))
+    .groupBy('articles.id')
+    .execute();
+  const mostFavorited = await db.selectFrom('articles').select((eb) => eb.fn.max('favorites_count').as('n')).executeTakeFirstOrThrow();
+  return {
+    users: await count('users'),
+    articles: await count('articles'),
+    follows: await count('follows'),
+    favorites: await count('favorites'),
+    comments: await count('comments'),
+    favoriteCounterMismatches: await mismatches('articles', 'favorites_count', 'favorites', 'article_id'),
+    tagCounterMismatches: await mismatches('tags', 'article_count', 'article_tags', 'tag_id'),
+    tagsPerArticle: tagsPerArticle.map((row) => Number(row.tags)),
+    mostFavorited: Number(mostFavorited.n ?? 0),
+  };
+}
+
+const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];
+
+for (const kind of DATABASES) {
+  describe(`conduit migrate and seed [${kind}]`, () => {
+    let scratch: ScratchDatabase;
+    beforeAll(async () => {
+      scratch = await createScratchDatabase(kind);
+    });
+    afterAll(async () => {
+      await scratch?.drop();
+    });
+
+    it('migrate status, up and down move the schema one step at a time', async () => {
+      const env = childEnv(scratch.url);
+      const steps: [string[], RegExp][] = [
+        [['status'], /^pending {2}0001_initial\n$/],
+        [['up'], /^applied 0001_initial\n$/],
+        [['status'], /^applied {2}0001_initial {2}\d{4}-\d\d-\d\dT[\d:.]+Z\n$/],
+        [['up'], /^nothing to apply: the database is up to date\n$/],
+        [['down'], /^reverted 0001_initial\n$/],
+        [['status'], /^pending {2}0001_initial\n$/],
+        [['down'], /^nothing to revert: no migration is applied\n$/],
+      ];
+      for (const [args, expected] of steps) {
+        const result = await runConduit(['migrate', ...args], env);
+        expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: '' });
+        expect(result.stdout).toMatch(expected);
+      }
+      // Reverted for real: the tables are gone, not just the bookkeeping row.
+      const database = openDatabase(testConfig(scratch.url).database);
+      try {
+        const tables = await database.db.introspection.getTables();
+        expect(tables.map((table) => table.name).filter((name) => !name.startsWith('kysely_'))).toEqual([]);
+      } finally {
+        await database.destroy();
+      }
+    });
+
+    it('seed migrates, writes the asked-for rows with consistent counters, and its users can sign in', async () => {
+      const env = childEnv(scratch.url);
+      const first = await runConduit(['seed', ...SMALL, '--seed-value', '42'], env);
+      expect(first.stderr).toBe('');
+      expect(first.code).toBe(0);
+      expect(first.stdout).toMatch(/^seeded 6 users, 15 articles \(\d+ tag links on \d+ tags\), 10 follows, 40 favorites, 25 comments$/m);
+      expect(first.stdout).toContain('seed value 42');
+      // Again on top: numbering continues after the existing rows instead of colliding with them.
+      const second = await runConduit(['seed', ...SMALL, '--seed-value', '42'], env);
+      expect(second.code).toBe(0);
+
+      const database = openDatabase(testConfig(scratch.url).database);
+      try {
+        const found = await census(database);
+        expect(found).toMatchObject({
+          users: 12,
+          articles: 30,
+          follows: 20,
+          favorites: 80,
+          comments: 50,
+          favoriteCounterMismatches: 0,
+          tagCounterMismatches: 0,
+        });
+        expect(found.tagsPerArticle.every((tags) => tags >= 1 && tags <= 5)).toBe(true);
+        // Skewed popularity: with 40 favorites over 15 articles, the favourite has clearly more than its share.
+        expect(found.mostFavorited).toBeGreaterThan(40 / 15);
+
+        const email = /sign in as (\S+) \//.exec(second.stdout)?.[1];
+        expect(email).toBeDefined();
+        const app = await buildApp(testConfig(scratch.url), { database });
+        try {
+          const login = await call(app, 'POST', '/api/users/login', { body: { user: { email, password: SEED_PASSWORD } } });
+          expect(login.status).toBe(200);
+          expect(login.body.user.email).toBe(email);
+        } finally {
+          await app.close();
+        }
+      } finally {
+        await database.destroy();
+      }
+    });
+
+    it('seed refuses sizes it cannot fill and writes nothing, and fills exactly to capacity', async () => {
+      const database = openDatabase(testConfig(scratch.url).database);
+      try {
+        const before = await census(database);
+        const args = ['seed', '--users', '2', '--follows', '5', '--articles', '0', '--comments', '0', '--favorites', '0'];
+        const result = await runConduit(args, childEnv(scratch.url));
+        expect(result.code).toBe(1);
+        expect(result.stderr).toMatch(/^conduit: 2 users can make at most 2 follows$/m);
+        expect(await census(database)).toEqual(before);
+
+        // Exactly at capacity: every possible follow and favorite, which random picks must still reach.
+        const full = ['seed', '--users', '2', '--follows', '2', '--articles', '2', '--favorites', '4', '--comments', '0'];
+        expect((await runConduit(full, childEnv(scratch.url))).code).toBe(0);
+        expect(await census(database)).toMatchObject({
+          users: before.users + 2,
+          follows: before.follows + 2,
+          favorites: before.favorites + 4,
+          favoriteCounterMismatches: 0,
+        });
+      } finally {
+        await database.destroy();
+      }
+    });
+  });
+}
+
+describe('conduit seed --seed-value', () => {
+  it('gives the same names, titles and links for the same value', async () => {
+    const scratches = [await createScratchDatabase('sqlite'), await createScratchDatabase('sqlite')];
+    try {
+      const snapshots = [];
+      for (const scratch of scratches) {
+        const result = await runConduit(['seed', ...SMALL, '--seed-value', '7'], childEnv(scratch.url));
+        expect(result.code).toBe(0);
+        const database = openDatabase(testConfig(scratch.url).database);
+        try {
+          snapshots.push({
+            users: await database.db.selectFrom('users').select(['username', 'bio']).orderBy('id').execute(),
+            articles: await database.db.selectFrom('articles').select(['slug', 'author_id', 'favorites_count']).orderBy('id').execute(),
+            follows: await database.db.selectFrom('follows').select(['follower_id', 'followed_id']).orderBy('follower_id').orderBy('followed_id').execute(),
+          });
+        } finally {
+          await database.destroy();
+        }
+      }
+      expect(snapshots[0]!.users).toHaveLength(6);
+      expect(snapshots[1]).toEqual(snapshots[0]);
+    } finally {
+      for (const scratch of scratches) await scratch.drop();
+    }
+  });
+});

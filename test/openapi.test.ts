@@ -1,0 +1,238 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { buildApp } from '../src/app.js';
+import { createScratchDatabase, testConfig, type ScratchDatabase } from './support/app.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// Found the same way as by scripts/conformance.mjs.
+const SPEC_FILE = path.join(path.resolve(ROOT, process.env.REALWORLD_DIR || '../shared/realworld'), 'openapi.yml');
+
+type Node = Record<string, any>;
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+
+/** Follows local `$ref`s (`#/components/...`) until a node is not a reference. */
+function deref(node: Node | undefined, root: Node): Node | undefined {
+  let current = node;
+  while (current && typeof current.$ref === 'string') {
+    const ref: string = current.$ref;
+    if (!ref.startsWith('#/')) throw new Error(`only local $refs are expected, got ${ref}`);
+    current = ref
+      .slice(2)
+      .split('/')
+      .reduce<Node | undefined>((parent, key) => parent?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], root);
+    if (current === undefined) throw new Error(`unresolvable $ref ${ref}`);
+  }
+  return current;
+}
+
+/** The types a schema admits, with every nullable encoding (`type` arrays, `nullable`, `anyOf` null) read alike. */
+function typesOf(schema: Node, root: Node): string[] {
+  const types = new Set<string>();
+  if (typeof schema.type === 'string') types.add(schema.type);
+  if (Array.isArray(schema.type)) for (const type of schema.type) types.add(type);
+  if (schema.nullable === true) types.add('null');
+  for (const member of [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])]) {
+    for (const type of typesOf(deref(member, root) ?? {}, root)) types.add(type);
+  }
+  return [...types].sort();
+}
+
+/** The object branch of a nullable union, where property names and requirements live. */
+function objectPart(schema: Node, root: Node): Node {
+  const members = [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].map((member) => deref(member, root) ?? {});
+  return members.find((member) => member.properties !== undefined) ?? schema;
+}
+
+const sorted = (values: unknown): string[] => (Array.isArray(values) ? values.map(String).sort() : []);
+const same = (a: string[], b: string[]) => a.join(',') === b.join(',');
+
+/** Every way `ours` differs from `theirs` in types, property names, required lists, items and nested objects. */
+function schemaDifferences(theirs: Node, ours: Node, specRoot: Node, ourRoot: Node, where: string): string[] {
+  const spec = objectPart(deref(theirs, specRoot) ?? {}, specRoot);
+  const mine = objectPart(deref(ours, ourRoot) ?? {}, ourRoot);
+  const problems: string[] = [];
+  const specTypes = typesOf(spec, specRoot);
+  const myTypes = typesOf(mine, ourRoot);
+  if (specTypes.length > 0 && !same(specTypes, myTypes)) {
+    problems.push(`${where}: type ${myTypes.join('|') || '(none)'} instead of ${specTypes.join('|')}`);
+  }
+  const specNames = Object.keys(spec.properties ?? {}).sort();
+  const myNames = Object.keys(mine.properties ?? {}).sort();
+  if (!same(specNames, myNames)) problems.push(`${where}: properties [${myNames}] instead of [${specNames}]`);
+  if (!same(sorted(spec.required), sorted(mine.required))) {
+    problems.push(`${where}: required [${sorted(mine.required)}] instead of [${sorted(spec.required)}]`);
+  }
+  for (const name of specNames.filter((name) => myNames.includes(name))) {
+    problems.push(
+      ...schemaDifferences(spec.properties[name], mine.properties[name], specRoot, ourRoot, `${where}.${name}`),
+    );
+  }
+  if (spec.items !== undefined) {
+    problems.push(...schemaDifferences(spec.items, mine.items ?? {}, specRoot, ourRoot, `${where}[]`));
+  }
+  if (typeof spec.additionalProperties === 'object') {
+    const myAdditional = typeof mine.additionalProperties === 'object' ? mine.additionalProperties : {};
+    problems.push(...schemaDifferences(spec.additionalProperties, myAdditional, specRoot, ourRoot, `${where}{}`));
+  }
+  return problems;
+}
+
+const jsonSchemaOf = (holder: Node | undefined, root: Node): Node | undefined =>
+  deref(holder, root)?.content?.['application/json']?.schema;
+
+/** `in:name` for each parameter, so a query `limit` and a path `limit` are not confused. */
+const parameterKeys = (operation: Node, root: Node) =>
+  (operation.parameters ?? []).map((parameter: Node) => {
+    const resolved = deref(parameter, root) ?? {};
+    return `${resolved.in}:${resolved.name}`;
+  });
+
+/** Every difference between the RealWorld spec and our document that a client would notice; empty when none. */
+function compareWithSpec(spec: Node, doc: Node): string[] {
+  const problems: string[] = [];
+  // Our routes live under /api; the document may put that prefix in its server URL or in its paths.
+  const base = new URL(doc.servers?.[0]?.url ?? '/', 'http://host').pathname.replace(/\/$/, '');
+  for (const [specPath, specItem] of Object.entries<Node>(spec.paths)) {
+    const fullPath = `/api${specPath}`;
+    const ourItem: Node | undefined = fullPath.startsWith(base) ? doc.paths[fullPath.slice(base.length)] : undefined;
+    for (const method of METHODS.filter((method) => specItem[method] !== undefined)) {
+      const where = `${method.toUpperCase()} ${specPath}`;
+      const theirs: Node = specItem[method];
+      const ours: Node | undefined = ourItem?.[method];
+      if (ours === undefined) {
+        problems.push(`${where}: missing (looked for ${fullPath})`);
+        continue;
+      }
+
+      const specParameters = sorted(parameterKeys(theirs, spec));
+      const myParameters = sorted(parameterKeys(ours, doc));
+      if (!same(specParameters, myParameters)) {
+        problems.push(`${where}: parameters [${myParameters}] instead of [${specParameters}]`);
+      }
+
+      const specBody = jsonSchemaOf(theirs.requestBody, spec);
+      const myBody = jsonSchemaOf(ours.requestBody, doc);
+      if (specBody !== undefined && myBody === undefined) problems.push(`${where}: no request body`);
+      if (specBody === undefined && myBody !== undefined) problems.push(`${where}: unexpected request body`);
+      if (specBody !== undefined && myBody !== undefined) {
+        problems.push(...schemaDifferences(specBody, myBody, spec, doc, `${where} request`));
+      }
+
+      for (const status of Object.keys(theirs.responses).filter((status) => status.startsWith('2'))) {
+        const mine = ours.responses?.[status];
+        if (mine === undefined) {
+          problems.push(`${where}: no ${status} response (has ${Object.keys(ours.responses ?? {})})`);
+          continue;
+        }
+        const specSchema = jsonSchemaOf(theirs.responses[status], spec);
+        const mySchema = jsonSchemaOf(mine, doc);
+        if (specSchema === undefined && mySchema !== undefined) problems.push(`${where}: ${status} has a body`);
+        if (specSchema !== undefined && mySchema === undefined) problems.push(`${where}: ${status} has no body`);
+        if (specSchema !== undefined && mySchema !== undefined) {
+          problems.push(...schemaDifferences(specSchema, mySchema, spec, doc, `${where} ${status}`));
+        }
+      }
+
+      // Required auth must be declared as the spec does; optional auth may add the empty requirement.
+      const mySecurity = JSON.stringify(ours.security ?? []);
+      if (theirs.security !== undefined && mySecurity !== JSON.stringify(theirs.security)) {
+        problems.push(`${where}: security ${mySecurity} instead of ${JSON.stringify(theirs.security)}`);
+      }
+      if (theirs.security === undefined && ours.security !== undefined && !mySecurity.includes('{}')) {
+        problems.push(`${where}: security ${mySecurity} makes a token mandatory`);
+      }
+    }
+  }
+  return problems;
+}
+
+describe('OpenAPI document', () => {
+  let scratch: ScratchDatabase | undefined;
+  let app: FastifyInstance | undefined;
+  let doc: Node;
+  const spec: Node = parse(readFileSync(SPEC_FILE, 'utf8'));
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('sqlite');
+    app = await buildApp(testConfig(scratch.url));
+    const response = await app.inject({ method: 'GET', url: '/api/openapi.json' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    doc = response.json();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await scratch?.drop();
+  });
+
+  it('is OpenAPI 3.1 with a relative server, so it works on any host and port', () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(doc.servers).toHaveLength(1);
+    expect(doc.servers[0].url).toMatch(/^\//);
+    expect(doc.components.securitySchemes.Token).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
+  });
+
+  it('has every path and method of the RealWorld spec with the same parameters, bodies, responses and security', () => {
+    const operations = Object.values<Node>(spec.paths).flatMap((item) => METHODS.filter((method) => item[method]));
+    expect(operations).toHaveLength(19);
+    expect(compareWithSpec(spec, doc)).toEqual([]);
+  });
+
+  it('tags and summarises every operation, and leaves out the documentation routes themselves', () => {
+    const declaredTags = doc.tags.map((tag: Node) => tag.name);
+    for (const [ourPath, item] of Object.entries<Node>(doc.paths)) {
+      expect(ourPath).not.toMatch(/docs|openapi/);
+      for (const method of METHODS.filter((method) => item[method])) {
+        const operation = item[method];
+        expect(operation.summary, `${method} ${ourPath}`).toEqual(expect.any(String));
+        expect(operation.tags, `${method} ${ourPath}`).toHaveLength(1);
+        expect(declaredTags).toContain(operation.tags[0]);
+      }
+    }
+  });
+
+  it('the comparison catches a missing route, field, requirement or security', () => {
+    const mutate = (change: (copy: Node) => void) => {
+      const copy = structuredClone(doc);
+      change(copy);
+      return compareWithSpec(spec, copy);
+    };
+    const userSchema = (copy: Node) =>
+      copy.paths['/user'].get.responses['200'].content['application/json'].schema.properties.user;
+
+    expect(mutate((copy) => delete copy.paths['/tags'])).toEqual(['GET /tags: missing (looked for /api/tags)']);
+    expect(mutate((copy) => delete userSchema(copy).properties.bio)).toEqual([
+      'GET /user 200.user: properties [email,image,token,username] instead of [bio,email,image,token,username]',
+    ]);
+    expect(mutate((copy) => (userSchema(copy).required = ['email']))).toEqual([
+      'GET /user 200.user: required [email] instead of [bio,email,image,token,username]',
+    ]);
+    expect(mutate((copy) => (userSchema(copy).properties.image.type = 'string'))).toEqual([
+      'GET /user 200.user.image: type string instead of null|string',
+    ]);
+    expect(mutate((copy) => delete copy.paths['/user'].put.security)).toEqual([
+      'PUT /user: security [] instead of [{"Token":[]}]',
+    ]);
+    expect(
+      mutate((copy) => {
+        const article = copy.paths['/articles'].post.requestBody.content['application/json'].schema.properties.article;
+        delete article.properties.tagList;
+      }),
+    ).toEqual(['POST /articles request.article: properties [body,description,title] instead of [body,description,tagList,title]']);
+  });
+
+  it('serves the interactive reference at /docs from local assets', async () => {
+    const page = await app!.inject({ method: 'GET', url: '/docs' });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('swagger-ui-bundle.js');
+    expect(page.body).not.toMatch(/src="https?:/);
+    const bundle = await app!.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' });
+    expect(bundle.statusCode).toBe(200);
+    const uiDocument = await app!.inject({ method: 'GET', url: '/docs/json' });
+    expect(uiDocument.json()).toEqual(doc);
+  });
+});
