@@ -37,10 +37,10 @@ function program(): Command {
     .command('serve')
     .description('start the API server (what `npm start` runs); migrates the database first')
     .addOption(
-      new Option('-w, --workers <n>', 'server processes sharing the port (node:cluster); crashed ones are restarted')
-        .env('WORKERS')
-        .argParser(wholeNumber(1))
-        .default(1),
+      // The default comes from the validated config, so WORKERS also works from a .env file.
+      new Option('-w, --workers <n>', 'server processes sharing the port (node:cluster), default WORKERS or 1').argParser(
+        wholeNumber(1),
+      ),
     )
     .addHelpText(
       'after',
@@ -48,7 +48,10 @@ function program(): Command {
 With more than one worker, a primary process migrates once, then forks the workers and supervises them.
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, and exits 0.${ENVIRONMENT_HELP}`,
     )
-    .action((options: { workers: number }) => serve(loadConfig(), options.workers));
+    .action((options: { workers?: number }) => {
+      const config = loadConfig();
+      return serve(config, options.workers ?? config.workers);
+    });
 
   const migrate = cli
     .command('migrate')

@@ -19,6 +19,8 @@ export interface Config {
   jwtTtlSeconds: number;
   /** `true` allows any origin; otherwise the exact origins allowed. */
   corsOrigins: true | string[];
+  /** Server processes sharing the port (`conduit serve`). */
+  workers: number;
 }
 
 /** One or more bad settings; the message has one line per setting, so a single start reports them all. */
@@ -183,6 +185,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     database: read(() => parseDatabase(env.DATABASE_URL, dataDir, env), { kind: 'sqlite', file: '' }),
     jwtTtlSeconds: read(() => (env.JWT_EXPIRES_IN ? parseDuration(env.JWT_EXPIRES_IN, 'JWT_EXPIRES_IN') : 30 * 86400), 0),
     corsOrigins: read(() => parseCors(env.CORS_ORIGINS), true),
+    workers: read(() => parsePositiveInt(env.WORKERS, 'WORKERS', 1), 1),
   };
   const secret = read(() => parseSecret(env.JWT_SECRET, nodeEnv), null);
   if (problems.length > 0) throw new ConfigError(problems);

@@ -10,7 +10,7 @@ import { childEnv, runConduit } from './support/processes.js';
 describe('conduit --help', () => {
   it.each([
     [[], /Usage: conduit \[options\] \[command\][\s\S]*serve[\s\S]*migrate[\s\S]*seed/],
-    [['serve'], /Usage: conduit serve[\s\S]*--workers <n>[\s\S]*env: WORKERS/],
+    [['serve'], /Usage: conduit serve[\s\S]*--workers <n>[\s\S]*default\s+WORKERS\s+or\s+1/],
     [['migrate'], /Usage: conduit migrate[\s\S]*up[\s\S]*down[\s\S]*status/],
     [['migrate', 'up'], /Usage: conduit migrate up/],
     [['migrate', 'down'], /Usage: conduit migrate down[\s\S]*drops every table/],

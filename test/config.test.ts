@@ -54,7 +54,13 @@ describe('loadConfig', () => {
       jwtSecret: SECRET,
       jwtTtlSeconds: 30 * 86400,
       corsOrigins: true,
+      workers: 1,
     });
+  });
+
+  it('reads WORKERS as a positive whole number', () => {
+    expect(loadConfig(env({ WORKERS: '4' })).workers).toBe(4);
+    expect(() => loadConfig(env({ WORKERS: '0' }))).toThrow(/WORKERS must be a positive whole number/);
   });
 
   it('puts the data folder at ./data when DATA_DIR is unset', () => {
