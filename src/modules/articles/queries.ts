@@ -3,6 +3,7 @@ import { uniqueViolation } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
+import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 import { identityKey } from '../users/queries.js';
@@ -154,6 +155,13 @@ export function findArticleRef(db: Executor, slug: string) {
     .select(['id', 'author_id', 'title', 'updated_at'])
     .where('slug', '=', slug)
     .executeTakeFirst();
+}
+
+/** The article's ref, or the contract's 404 when no article has that slug. */
+export async function existingArticleRef(db: Executor, slug: string) {
+  const article = await findArticleRef(db, slug);
+  if (article === undefined) throw notFound('article');
+  return article;
 }
 
 /** Trimmed, without duplicates: the form in which tags are stored. */

@@ -6,7 +6,7 @@ import { errorResponses } from '../../schemas.js';
 import {
   createArticle,
   deleteArticle,
-  findArticleRef,
+  existingArticleRef,
   getArticleView,
   listArticles,
   setFavorite,
@@ -32,8 +32,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   /** Existence (404) before ownership (403), as the contract orders them. */
   const ownArticle = async (slug: string, userId: number) => {
-    const article = await findArticleRef(app.db, slug);
-    if (article === undefined) throw notFound('article');
+    const article = await existingArticleRef(app.db, slug);
     if (article.author_id !== userId) throw forbidden('article');
     return article;
   };
@@ -155,8 +154,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       handler: async (request) => {
         const me = signedIn(request).account.id;
-        const article = await findArticleRef(app.db, request.params.slug);
-        if (article === undefined) throw notFound('article');
+        const article = await existingArticleRef(app.db, request.params.slug);
         try {
           await setFavorite(app.db, me, article.id, favorite, Date.now());
         } catch (error) {

@@ -3,19 +3,13 @@ import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
 import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
-import { findArticleRef } from '../articles/queries.js';
+import { existingArticleRef } from '../articles/queries.js';
 import { SlugParams } from '../articles/schemas.js';
 import { toProfile } from '../profiles/queries.js';
 import { deleteComment, findComment, insertComment, listComments, toComment } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
 
 export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const existingArticle = async (slug: string) => {
-    const article = await findArticleRef(app.db, slug);
-    if (article === undefined) throw notFound('article');
-    return article;
-  };
-
   app.get(
     '/articles/:slug/comments',
     {
@@ -28,7 +22,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const article = await existingArticle(request.params.slug);
+      const article = await existingArticleRef(app.db, request.params.slug);
       return { comments: await listComments(app.db, article.id, viewerId(request)) };
     },
   );
@@ -47,7 +41,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { account } = signedIn(request);
-      const article = await existingArticle(request.params.slug);
+      const article = await existingArticleRef(app.db, request.params.slug);
       let comment;
       try {
         comment = await insertComment(app.db, { articleId: article.id, authorId: account.id, body: request.body.comment.body }, Date.now());
@@ -73,7 +67,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      const article = await existingArticle(request.params.slug);
+      const article = await existingArticleRef(app.db, request.params.slug);
       const comment = await findComment(app.db, article.id, request.params.id);
       if (comment === undefined) throw notFound('comment');
       if (comment.author_id !== me && article.author_id !== me) throw forbidden('comment');
