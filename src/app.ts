@@ -14,10 +14,15 @@ import { createTokenService, type TokenService } from './modules/users/tokens.js
 import { installAuth } from './plugins/auth.js';
 import { frameworkErrors, installErrorHandling } from './plugins/errors.js';
 import { installHealthRoutes } from './plugins/health.js';
+import { installIdempotency } from './plugins/idempotency.js';
 import { installJsonBodyParser } from './plugins/json-body.js';
 import { installOpenApi } from './plugins/openapi.js';
+import { installOverloadProtection, timeoutOptions } from './plugins/overload.js';
 import { installRequestIdHeader, loggerOptions, requestIdFor, type LogDestination } from './plugins/logging.js';
 import { installMetrics } from './plugins/metrics.js';
+import { installRateLimits, trustProxyOption } from './plugins/rate-limit.js';
+import { installSecurityHeaders } from './plugins/security-headers.js';
+import { installShutdownDraining } from './plugins/shutdown.js';
 import { installValidation } from './plugins/validation.js';
 
 declare module 'fastify' {
@@ -43,14 +48,16 @@ export interface BuildOptions {
 
 /** Builds the whole API as one Fastify instance; `server.ts` only starts it, tests inject into it. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  const database = options.database ?? openDatabase(config.database);
   const app = Fastify({
     logger: loggerOptions(config, options.logStream),
     genReqId: requestIdFor,
     bodyLimit: BODY_LIMIT,
     frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ignoreTrailingSlash: true },
+    trustProxy: trustProxyOption(config.trustProxy),
+    ...timeoutOptions(config.timeouts),
   }).withTypeProvider<TypeBoxTypeProvider>();
+  const database = options.database ?? openDatabase(config.database, app.log);
 
   try {
     if (options.migrate !== false) await migrateToLatest(database);
@@ -66,6 +73,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
+  installShutdownDraining(app);
   await installMetrics(app, database);
   installValidation(app);
   installErrorHandling(app);
@@ -73,14 +81,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(cors, {
     origin: config.corsOrigins,
     methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Requested-With', 'X-Request-Id'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'X-Requested-With', 'X-Request-Id', 'Idempotency-Key'],
+    // Past a limit, a browser client needs Retry-After to know when to come back; CORS hides it unless listed.
+    exposedHeaders: ['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
     maxAge: 86400,
     // A bare OPTIONS (no Origin) is not a preflight; answer it plainly instead of with a framework error body.
     strictPreflight: false,
   });
+  // After CORS, so that browsers can read these refusals too; before auth, so that they cost no database work.
+  await installSecurityHeaders(app);
+  await installOverloadProtection(app, config.overload);
+  await installRateLimits(app, config.rateLimits);
   // After CORS, so that a 401 still carries the CORS headers a browser needs to read it.
   installAuth(app);
   installHealthRoutes(app, database);
+  installIdempotency(app);
 
   // Before the routes, which it documents as they are added.
   await installOpenApi(app);

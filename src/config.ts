@@ -1,11 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string }
-  | { kind: 'postgres'; url: string; poolSize: number };
+  | {
+      kind: 'postgres';
+      url: string;
+      poolSize: number;
+      /** Waiting longer for a connection than this fails the request (503) instead of hanging while the database is down. */
+      connectTimeoutMs: number;
+    };
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -21,6 +28,40 @@ export interface Config {
   corsOrigins: true | string[];
   /** Server processes sharing the port (`conduit serve`). */
   workers: number;
+  /** Fastify's `trustProxy`: `false` for direct clients, else the proxy hops or addresses whose X-Forwarded-For is believed. */
+  trustProxy: false | number | string[];
+  rateLimits: RateLimitConfig;
+  timeouts: TimeoutConfig;
+  overload: OverloadConfig;
+}
+
+/** Counts are per window; a count of 0 turns that limit off. */
+export interface RateLimitConfig {
+  /** Requests per client address, on every route but the probes and /metrics. */
+  max: number;
+  windowMs: number;
+  /** Failed logins per account (its lower-cased email). */
+  authAccountMax: number;
+  /** Registrations and logins per client address. */
+  authAddressMax: number;
+  authWindowMs: number;
+  /** Counters shared by every instance; `null` keeps them in this process's memory. */
+  redisUrl: string | null;
+  redisKeyPrefix: string;
+}
+
+/** Milliseconds a client may take: sending its headers, its whole request, between requests on a kept-alive connection, and with nothing moving while a request is open. */
+export interface TimeoutConfig {
+  headersMs: number;
+  requestMs: number;
+  keepAliveMs: number;
+  connectionMs: number;
+}
+
+/** Past either threshold requests are refused with 503; 0 turns a check off. */
+export interface OverloadConfig {
+  maxEventLoopDelayMs: number;
+  maxRssBytes: number;
 }
 
 /** One or more bad settings; the message has one line per setting, so a single start reports them all. */
@@ -58,6 +99,39 @@ function parsePositiveInt(raw: string | undefined, name: string, fallback: numbe
   return value;
 }
 
+/** A whole number where 0 means "off". */
+function parseCount(raw: string | undefined, name: string, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new ConfigError(`${name} must be a whole number, 0 for no limit, got "${raw}"`);
+  }
+  return value;
+}
+
+/**
+ * A hop count, or the addresses and CIDR ranges of the proxies in front: X-Forwarded-For is only as trustworthy
+ * as whoever set it, so `true` (believe anyone) is not offered.
+ */
+function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
+  const text = raw?.trim() ?? '';
+  if (text === '' || text === '0') return false;
+  if (/^\d+$/.test(text)) return Number(text);
+  const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const bad = entries.filter((entry) => isIP(entry.replace(/\/\d{1,3}$/, '')) === 0);
+  if (bad.length > 0) {
+    throw new ConfigError(bad.map((entry) => `TRUST_PROXY must be a number of proxies or their addresses (10.0.0.1, 10.0.0.0/8), got "${entry}"`));
+  }
+  return entries;
+}
+
+function parseRedisUrl(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  // The value is not echoed: it may carry a password.
+  if (!/^rediss?:\/\//.test(raw) || !URL.canParse(raw)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  return raw;
+}
+
 /** Accepts a number of seconds or a number with a unit: 90s, 15m, 12h, 30d. */
 export function parseDuration(raw: string, name: string): number {
   const match = /^(\d+)\s*([smhd]?)$/.exec(raw.trim());
@@ -67,6 +141,12 @@ export function parseDuration(raw: string, name: string): number {
     throw new ConfigError(`${name} must be a duration such as 3600, 90m, 12h or 30d, got "${raw}"`);
   }
   return seconds;
+}
+
+/** A duration setting in milliseconds, from seconds or a number with a unit; the fallback is in seconds. */
+function durationMs(env: Env, name: string, fallbackSeconds: number): number {
+  const raw = env[name];
+  return 1000 * (raw ? parseDuration(raw, name) : fallbackSeconds);
 }
 
 function parseDatabase(raw: string | undefined, dataDir: string, env: Env): DatabaseConfig {
@@ -84,7 +164,12 @@ function parseDatabase(raw: string | undefined, dataDir: string, env: Env): Data
     } catch {
       throw new ConfigError('DATABASE_URL is not a valid postgres:// URL');
     }
-    return { kind: 'postgres', url: raw, poolSize: parsePositiveInt(env.DATABASE_POOL_SIZE, 'DATABASE_POOL_SIZE', 10) };
+    return {
+      kind: 'postgres',
+      url: raw,
+      poolSize: parsePositiveInt(env.DATABASE_POOL_SIZE, 'DATABASE_POOL_SIZE', 10),
+      connectTimeoutMs: durationMs(env, 'DATABASE_CONNECT_TIMEOUT', 5),
+    };
   }
   throw new ConfigError('DATABASE_URL must start with sqlite: or postgres:// (unset uses ./data/conduit.db)');
 }
@@ -174,6 +259,8 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     }
   };
 
+  const milliseconds = (name: string, fallbackSeconds: number) => read(() => durationMs(env, name, fallbackSeconds), 0);
+
   const nodeEnv = read(() => parseNodeEnv(env.NODE_ENV), 'development');
   const dataDir = path.resolve(env.DATA_DIR || 'data');
   const config: Omit<Config, 'jwtSecret'> = {
@@ -186,7 +273,29 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     jwtTtlSeconds: read(() => (env.JWT_EXPIRES_IN ? parseDuration(env.JWT_EXPIRES_IN, 'JWT_EXPIRES_IN') : 30 * 86400), 0),
     corsOrigins: read(() => parseCors(env.CORS_ORIGINS), true),
     workers: read(() => parsePositiveInt(env.WORKERS, 'WORKERS', 1), 1),
+    trustProxy: read(() => parseTrustProxy(env.TRUST_PROXY), false),
+    rateLimits: {
+      max: read(() => parseCount(env.RATE_LIMIT_MAX, 'RATE_LIMIT_MAX', 600), 0),
+      windowMs: milliseconds('RATE_LIMIT_WINDOW', 60),
+      authAccountMax: read(() => parseCount(env.AUTH_RATE_LIMIT_MAX, 'AUTH_RATE_LIMIT_MAX', 10), 0),
+      authAddressMax: read(() => parseCount(env.AUTH_ADDRESS_RATE_LIMIT_MAX, 'AUTH_ADDRESS_RATE_LIMIT_MAX', 100), 0),
+      authWindowMs: milliseconds('AUTH_RATE_LIMIT_WINDOW', 15 * 60),
+      redisUrl: read(() => parseRedisUrl(env.REDIS_URL), null),
+      redisKeyPrefix: env.REDIS_KEY_PREFIX || 'conduit:',
+    },
+    timeouts: {
+      headersMs: milliseconds('HEADERS_TIMEOUT', 10),
+      requestMs: milliseconds('REQUEST_TIMEOUT', 30),
+      keepAliveMs: milliseconds('KEEP_ALIVE_TIMEOUT', 72),
+      connectionMs: milliseconds('CONNECTION_TIMEOUT', 60),
+    },
+    overload: {
+      maxEventLoopDelayMs: read(() => parseCount(env.OVERLOAD_EVENT_LOOP_DELAY_MS, 'OVERLOAD_EVENT_LOOP_DELAY_MS', 1000), 0),
+      maxRssBytes: read(() => parseCount(env.OVERLOAD_RSS_MB, 'OVERLOAD_RSS_MB', 0), 0) * 1024 * 1024,
+    },
   };
+  // Node refuses a server whose headers may take longer than the whole request.
+  if (config.timeouts.headersMs > config.timeouts.requestMs) problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
   const secret = read(() => parseSecret(env.JWT_SECRET, nodeEnv), null);
   if (problems.length > 0) throw new ConfigError(problems);
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.

@@ -1,9 +1,16 @@
-import { Type, type StringOptions, type TSchema } from '@sinclair/typebox';
-import { MESSAGE_KEYWORD } from './plugins/validation.js';
+import { Type, type IntegerOptions, type StringOptions, type TSchema } from '@sinclair/typebox';
+import { FINITE_KEYWORD, MESSAGE_KEYWORD } from './plugins/validation.js';
 
 /** A required string that may not be empty or only white space. */
 export const RequiredText = (maxLength: number, description?: string) =>
   Type.String({ minLength: 1, maxLength, pattern: '\\S', [MESSAGE_KEYWORD]: "can't be blank", description });
+
+/** An integer in a query string or path: coerced from text, so it must also be finite (`?limit=Infinity` is refused). */
+export const UrlInteger = (options: IntegerOptions) => Type.Integer({ ...options, [FINITE_KEYWORD]: true });
+
+/** Text in a query string or path, where `%00` decodes to a NUL character that PostgreSQL refuses in any query. */
+export const UrlText = (options: StringOptions) =>
+  Type.String({ ...options, pattern: '^[^\\u0000]*$', [MESSAGE_KEYWORD]: 'must not contain NUL characters' });
 
 /**
  * A string or null, as one `type: ["string", "null"]` rather than a union: a bad value then breaks one rule

@@ -298,6 +298,15 @@ describeEachDatabase('article lists', (ctx) => {
       ['offset=-1', 'offset'],
       ['offset=abc', 'offset'],
       ['offset=0.5', 'offset'],
+      // Coerced to numbers that are not finite, which the range checks alone let through to the database.
+      ['limit=Infinity', 'limit'],
+      ['limit=-Infinity', 'limit'],
+      ['offset=Infinity', 'offset'],
+      ['offset=1e400', 'offset'],
+      // A NUL character, which PostgreSQL refuses in any query.
+      ['tag=%00', 'tag'],
+      ['author=a%00b', 'author'],
+      ['favorited=%00', 'favorited'],
     ])('answers 422 for %s', async (query, field) => {
       const response = await list(`?${query}`);
       expect(response.status).toBe(422);

@@ -72,6 +72,11 @@ describe.skipIf(missing !== null && !process.env.CI)('API reference in headless 
     page.on('request', (request) => {
       if (!request.url().startsWith(`${origin}/`)) elsewhere.push(request.url());
     });
+    // The page's Content-Security-Policy must allow everything it does: Chromium reports each refusal here.
+    const refusedByPolicy: string[] = [];
+    page.on('console', (message) => {
+      if (message.text().includes('Content Security Policy')) refusedByPolicy.push(message.text());
+    });
 
     await page.goto(`${origin}/docs`);
     const operations = page.locator('.opblock-summary-path');
@@ -94,5 +99,6 @@ describe.skipIf(missing !== null && !process.env.CI)('API reference in headless 
     expect(await getTags.locator('.request-url pre').innerText()).toBe(`${origin}/api/tags`);
     // Swagger UI's assets come from this server, never from a CDN.
     expect(elsewhere).toEqual([]);
+    expect(refusedByPolicy).toEqual([]);
   }, 30_000);
 });

@@ -228,7 +228,7 @@ describeEachDatabase('comments', (ctx) => {
     expect(Object.keys(response.body.errors)).toEqual(['body']);
   });
 
-  it.each(['abc', '1.5', '0', '-3', '1e3x'])('answers 422 for the comment id %j', async (id) => {
+  it.each(['abc', '1.5', '0', '-3', '1e3x', 'Infinity', '1e400'])('answers 422 for the comment id %j', async (id) => {
     const author = await registerUser(app(), 'author');
     const article = await createArticle(app(), author.token);
     const c = await posted(article.slug, author.token, 'still here');
@@ -243,6 +243,14 @@ describeEachDatabase('comments', (ctx) => {
     const response = await remove(unique('unknown-slug-'), 'abc', author.token);
     expect(response.status).toBe(422);
     expect(Object.keys(response.body.errors)).toEqual(['id']);
+  });
+
+  it('answers 422 for a NUL character in the slug, which PostgreSQL could not look up', async () => {
+    const author = await registerUser(app(), 'author');
+    const article = await createArticle(app(), author.token);
+    const response = await call(app(), 'GET', `/api/articles/${article.slug}%00/comments`);
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual({ errors: { slug: ['must not contain NUL characters'] } });
   });
 
   it('answers 401 without a token on create and delete, before anything else', async () => {

@@ -55,7 +55,77 @@ describe('loadConfig', () => {
       jwtTtlSeconds: 30 * 86400,
       corsOrigins: true,
       workers: 1,
+      trustProxy: false,
+      rateLimits: {
+        max: 600,
+        windowMs: 60_000,
+        authAccountMax: 10,
+        authAddressMax: 100,
+        authWindowMs: 15 * 60_000,
+        redisUrl: null,
+        redisKeyPrefix: 'conduit:',
+      },
+      timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 72_000, connectionMs: 60_000 },
+      overload: { maxEventLoopDelayMs: 1000, maxRssBytes: 0 },
     });
+  });
+
+  it('reads the limits, timeouts and overload thresholds, 0 turning a limit off', () => {
+    const config = loadConfig(
+      env({
+        RATE_LIMIT_MAX: '0',
+        RATE_LIMIT_WINDOW: '10s',
+        AUTH_RATE_LIMIT_MAX: '3',
+        AUTH_ADDRESS_RATE_LIMIT_MAX: '20',
+        AUTH_RATE_LIMIT_WINDOW: '1h',
+        REDIS_URL: 'redis://:secret@cache:6379/2',
+        REDIS_KEY_PREFIX: 'staging:',
+        HEADERS_TIMEOUT: '5',
+        REQUEST_TIMEOUT: '1m',
+        KEEP_ALIVE_TIMEOUT: '2m',
+        CONNECTION_TIMEOUT: '90s',
+        OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
+        OVERLOAD_RSS_MB: '512',
+      }),
+    );
+    expect(config.rateLimits).toEqual({
+      max: 0,
+      windowMs: 10_000,
+      authAccountMax: 3,
+      authAddressMax: 20,
+      authWindowMs: 3_600_000,
+      redisUrl: 'redis://:secret@cache:6379/2',
+      redisKeyPrefix: 'staging:',
+    });
+    expect(config.timeouts).toEqual({ headersMs: 5000, requestMs: 60_000, keepAliveMs: 120_000, connectionMs: 90_000 });
+    expect(config.overload).toEqual({ maxEventLoopDelayMs: 0, maxRssBytes: 512 * 1024 * 1024 });
+  });
+
+  it('reads TRUST_PROXY as a hop count or the proxies\' addresses', () => {
+    expect(loadConfig(env({ TRUST_PROXY: '0' })).trustProxy).toBe(false);
+    expect(loadConfig(env({ TRUST_PROXY: '2' })).trustProxy).toBe(2);
+    expect(loadConfig(env({ TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1' })).trustProxy).toEqual(['10.0.0.1', '10.1.0.0/16', '::1']);
+  });
+
+  it('refuses bad limits, timeouts and proxy settings, without echoing a Redis password', () => {
+    const error = rejected(
+      env({
+        RATE_LIMIT_MAX: '-1',
+        AUTH_RATE_LIMIT_WINDOW: 'soon',
+        REDIS_URL: 'http://:hunter2@cache',
+        HEADERS_TIMEOUT: '1m',
+        REQUEST_TIMEOUT: '30s',
+        TRUST_PROXY: 'true',
+      }),
+    );
+    expect(error.problems.map((problem) => problem.split(' ')[0])).toEqual([
+      'TRUST_PROXY',
+      'RATE_LIMIT_MAX',
+      'AUTH_RATE_LIMIT_WINDOW',
+      'REDIS_URL',
+      'HEADERS_TIMEOUT',
+    ]);
+    expect(error.message).not.toContain('hunter2');
   });
 
   it('reads WORKERS as a positive whole number', () => {
@@ -101,18 +171,29 @@ describe('loadConfig', () => {
     expect(configError(env({ DATABASE_URL: 'sqlite:' })).message).toContain('DATABASE_URL');
   });
 
-  it('reads postgres:// and postgresql:// URLs with a pool size', () => {
+  it('reads postgres:// and postgresql:// URLs with a pool size and a connect timeout', () => {
     const url = 'postgres://app:secret@db.internal:5432/conduit';
-    expect(loadConfig(env({ DATABASE_URL: url })).database).toEqual({ kind: 'postgres', url, poolSize: 10 });
+    expect(loadConfig(env({ DATABASE_URL: url })).database).toEqual({ kind: 'postgres', url, poolSize: 10, connectTimeoutMs: 5000 });
     const alias = 'postgresql://app@localhost/conduit';
-    expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_POOL_SIZE: '4' })).database).toEqual({ kind: 'postgres', url: alias, poolSize: 4 });
+    expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_POOL_SIZE: '4', DATABASE_CONNECT_TIMEOUT: '2' })).database).toEqual({
+      kind: 'postgres',
+      url: alias,
+      poolSize: 4,
+      connectTimeoutMs: 2000,
+    });
+    expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_CONNECT_TIMEOUT: '1m' })).database).toMatchObject({ connectTimeoutMs: 60_000 });
   });
 
-  it('refuses an unknown database scheme, a broken postgres URL and a bad pool size', () => {
+  it('refuses an unknown database scheme, a broken postgres URL, a bad pool size and a bad connect timeout', () => {
     expect(configError(env({ DATABASE_URL: 'mysql://localhost/conduit' })).message).toContain('DATABASE_URL');
     expect(configError(env({ DATABASE_URL: 'postgres://[broken' })).message).toContain('DATABASE_URL');
     for (const size of ['0', '-1', 'ten', '2.5']) {
       expect(configError(env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_POOL_SIZE: size })).message).toContain('DATABASE_POOL_SIZE');
+    }
+    for (const timeout of ['0', '-1', 'soon', '500ms']) {
+      expect(configError(env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_CONNECT_TIMEOUT: timeout })).message).toContain(
+        'DATABASE_CONNECT_TIMEOUT',
+      );
     }
   });
 

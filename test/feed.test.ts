@@ -125,6 +125,8 @@ describeEachDatabase('feed', (ctx) => {
       ['limit=101', 'limit'],
       ['limit=x', 'limit'],
       ['offset=-1', 'offset'],
+      ['limit=Infinity', 'limit'],
+      ['offset=1e400', 'offset'],
     ])('answers 422 for %s', async (query, field) => {
       const response = await feed(reader.token, `?${query}`);
       expect(response.status).toBe(422);

@@ -99,7 +99,8 @@ describe.skipIf(!DATABASES.includes('postgres'))('readiness while PostgreSQL ref
 describe('readiness against a PostgreSQL address that does not answer', () => {
   /** A bare app with just the probes: the full app would not start, since it migrates first. */
   async function probesFor(url: string) {
-    const database = openDatabase({ kind: 'postgres', url, poolSize: 2 });
+    // A connect timeout longer than the probe's, so that the probe's own timeout is what answers.
+    const database = openDatabase({ kind: 'postgres', url, poolSize: 2, connectTimeoutMs: READINESS_TIMEOUT_MS * 2 });
     const app = Fastify();
     installHealthRoutes(app, database);
     return {

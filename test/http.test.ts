@@ -199,6 +199,31 @@ describeEachDatabase('http', (ctx) => {
     expectErrorBody(update.body);
   });
 
+  it('refuses a body nested deeper than 32 levels with 422, also with an Idempotency-Key', async () => {
+    const user = await registerUser(app());
+    const deep = '{"user":' + '['.repeat(5000) + ']'.repeat(5000) + '}';
+    for (const headers of [{}, { 'idempotency-key': unique('deep') }]) {
+      const response = await raw(app(), {
+        method: 'POST',
+        url: '/api/users/login',
+        headers: { 'content-type': 'application/json', authorization: `Token ${user.token}`, ...headers },
+        payload: deep,
+      });
+      expect(response.status).toBe(422);
+      expect(response.json()).toEqual({ errors: { body: ['is nested too deeply (maximum is 32 levels)'] } });
+    }
+    const shallowEnough = '{"article":{"title":"t","description":"d","body":"b","tagList":' + '['.repeat(29) + ']'.repeat(29) + '}}';
+    const response = await raw(app(), {
+      method: 'POST',
+      url: '/api/articles',
+      headers: { 'content-type': 'application/json', authorization: `Token ${user.token}` },
+      payload: shallowEnough,
+    });
+    // 32 levels are parsed; the schema then judges the content.
+    expect(response.status).toBe(422);
+    expect(Object.keys((response.json() as { errors: object }).errors)).toEqual(['tagList']);
+  });
+
   it('answers a body in another media type with a contract error, not a framework default', async () => {
     const response = await raw(app(), { method: 'POST', url: '/api/users', headers: { 'content-type': 'application/xml' }, payload: '<user/>' });
     expect(response.status).toBeGreaterThanOrEqual(400);

@@ -156,6 +156,16 @@ describeEachDatabase('profiles', (ctx) => {
     expect(await followRows(user, user)).toBe(0);
   });
 
+  // PostgreSQL refuses a NUL character in any query: it is a 422 before the lookup, on both databases.
+  it('answers 422 for a NUL character in the username, on reads and follows', async () => {
+    const user = await registerUser(app());
+    const NUL = { errors: { username: ['must not contain NUL characters'] } };
+    expect((await call(app(), 'GET', `/api/profiles/${user.username}%00`)).body).toEqual(NUL);
+    const response = await follow(user, `${user.username}\u0000`);
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual(NUL);
+  });
+
   it('answers 401 "is missing" for follow and unfollow without a token, before looking the user up', async () => {
     const star = await registerUser(app());
     for (const username of [star.username, unique('nobody')]) {

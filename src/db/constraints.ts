@@ -18,7 +18,7 @@ const UNIQUE_FIELDS: Array<{ constraint: string; column: string; field: UniqueFi
   { constraint: 'articles_slug_unique', column: 'articles.slug', field: 'slug' },
 ];
 
-function asDriverError(error: unknown): DriverError {
+export function asDriverError(error: unknown): DriverError {
   return typeof error === 'object' && error !== null ? (error as DriverError) : {};
 }
 

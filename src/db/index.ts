@@ -22,6 +22,11 @@ export interface PoolStats {
   waiting: number;
 }
 
+/** Where the database reports trouble that no request is waiting to hear about; the app passes its logger. */
+export interface DatabaseLog {
+  warn(details: object, message: string): void;
+}
+
 export interface DatabaseHandle {
   db: Kysely<Database>;
   dialect: Dialect;
@@ -94,17 +99,24 @@ function openSqlite(file: string): DatabaseHandle {
   };
 }
 
-function openPostgres(url: string, poolSize: number): DatabaseHandle {
+function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>, log?: DatabaseLog): DatabaseHandle {
   const pool = new pg.Pool({
-    connectionString: url,
-    max: poolSize,
+    connectionString: config.url,
+    max: config.poolSize,
+    connectionTimeoutMillis: config.connectTimeoutMs,
     // COUNT(*) and our epoch-millisecond columns are BIGINT; every value we store fits a JS number exactly.
     types: {
       getTypeParser: ((oid: number, format?: string) =>
         oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
   });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
+  // A client that loses its connection emits 'error', and with no listener that crashes the process: pg-pool
+  // listens only while the client is idle, not while a request holds it (mid-transaction, or between queries).
+  // The request itself still fails (503) and the pool drops the client; later requests connect afresh.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => log?.warn({ err: error }, 'lost a database connection'));
+  });
+  // Idle clients also reach the pool's own handler, which must exist; the client's listener has logged them already.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
@@ -118,6 +130,6 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
   };
 }
 
-export function openDatabase(config: DatabaseConfig): DatabaseHandle {
-  return config.kind === 'sqlite' ? openSqlite(config.file) : openPostgres(config.url, config.poolSize);
+export function openDatabase(config: DatabaseConfig, log?: DatabaseLog): DatabaseHandle {
+  return config.kind === 'sqlite' ? openSqlite(config.file) : openPostgres(config, log);
 }

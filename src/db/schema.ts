@@ -67,6 +67,22 @@ export interface CommentsTable {
   updated_at: EpochMs;
 }
 
+/** One row per Idempotency-Key a caller sent: the request it stands for and, once it has finished, its response. */
+export interface IdempotencyKeysTable {
+  /** Whose key it is (`user:<id>`, or `ip:<address>` before sign-in): callers never see each other's keys. */
+  scope: string;
+  key: string;
+  /** HMAC of the method, path and canonical body: the same key with another request is refused, never replayed. */
+  request_hash: string;
+  /** Random per claim, so a request whose claim was taken over cannot complete or release the new one. */
+  claim: string;
+  /** Both null while the request runs. */
+  status: number | null;
+  response: string | null;
+  /** When the current claim was taken: the key expires a day later, a running claim is abandoned after a minute. */
+  created_at: EpochMs;
+}
+
 export interface Database {
   users: UsersTable;
   follows: FollowsTable;
@@ -75,6 +91,7 @@ export interface Database {
   article_tags: ArticleTagsTable;
   favorites: FavoritesTable;
   comments: CommentsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { uniqueViolation } from '../db/constraints.js';
+import { isUnavailable } from '../db/unavailable.js';
 import { alreadyTaken, HttpError } from '../errors.js';
 import { REQUEST_ID_HEADER } from './logging.js';
 import { validationErrors } from './validation.js';
@@ -7,6 +8,9 @@ import { validationErrors } from './validation.js';
 type ErrorBody = { errors: Record<string, string[]> };
 
 const INTERNAL: ErrorBody = { errors: { server: ['internal error'] } };
+const DATABASE_UNAVAILABLE: ErrorBody = { errors: { database: ['unavailable'] } };
+/** Long enough for a database restart or failover to get somewhere, short enough that clients come back soon after. */
+export const RETRY_AFTER_SECONDS = 5;
 
 /** Fastify's own request errors, given the contract's bodies instead of the framework defaults. */
 const FRAMEWORK_ERRORS: Record<string, [number, ErrorBody]> = {
@@ -37,8 +41,17 @@ export function sendError(reply: FastifyReply, status: number, body: ErrorBody):
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
 
+/** The database cannot take work right now, for readiness probes and requests alike: the client may retry later. */
+export function sendUnavailable(reply: FastifyReply): FastifyReply {
+  return sendError(reply.header('retry-after', RETRY_AFTER_SECONDS), 503, DATABASE_UNAVAILABLE);
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+    if (isUnavailable(error)) {
+      request.log.warn({ err: error }, 'the database is unavailable');
+      return sendUnavailable(reply);
+    }
     const response = toResponse(error);
     if (response) return sendError(reply, ...response);
     // Details stay in the log; the client learns only that it was our fault.

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { DatabaseHandle } from '../db/index.js';
-import { sendError } from './errors.js';
+import { sendUnavailable } from './errors.js';
 import { machineRouteLogLevel } from './logging.js';
 
 /** Ample for a `select 1` that waits for a busy pool's next free client; short enough to answer before the next probe. */
@@ -22,8 +22,9 @@ export function installHealthRoutes(app: FastifyInstance, database: DatabaseHand
   // Probes that arrive while a ping is outstanding share it, so a hung database gets one attempt per timeout period
   // rather than one per probe; a timed-out attempt is not shared further, so the next probe can see a recovery.
   let pending: Promise<void> | null = null;
-  // Probes run every few seconds on every instance: kept out of the request metrics, and logged only when they fail.
-  const probeRoute = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true } };
+  // Probes run every few seconds on every instance: kept out of the request metrics and the limits, and logged only
+  // when they fail.
+  const probeRoute = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true, exemptFromLimits: true } };
 
   app.get('/health/live', probeRoute, async () => ({ status: 'ok' }));
 
@@ -33,7 +34,7 @@ export function installHealthRoutes(app: FastifyInstance, database: DatabaseHand
       await withTimeout(attempt, READINESS_TIMEOUT_MS);
     } catch (error) {
       request.log.warn({ err: error }, 'not ready: the database is unavailable');
-      return sendError(reply, 503, { errors: { database: ['unavailable'] } });
+      return sendUnavailable(reply);
     } finally {
       if (pending === attempt) pending = null;
     }

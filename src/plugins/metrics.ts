@@ -47,6 +47,7 @@ export async function installMetrics(app: FastifyInstance, database: DatabaseHan
     }
   }
 
-  const route = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true } };
+  // Scrapes matter most while the instance is busy: never rate-limited or shed.
+  const route = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true, exemptFromLimits: true } };
   app.get('/metrics', route, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 }

@@ -13,6 +13,21 @@ const { version } = JSON.parse(readFileSync(new URL('../../package.json', import
   version: string;
 };
 
+/**
+ * The page runs only the scripts and styles served with it and talks only to this server. It replaces the policy
+ * every JSON answer carries (security-headers.ts), under which the page could not run at all.
+ */
+const DOCS_CSP = {
+  'default-src': "'self'",
+  'img-src': "'self' data:",
+  // Swagger UI writes inline styles as it renders; scripts stay limited to the served files.
+  'style-src': "'self' 'unsafe-inline'",
+  'object-src': "'none'",
+  'base-uri': "'none'",
+  'form-action': "'self'",
+  'frame-ancestors': "'none'",
+};
+
 const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
   required: [{ Token: [] }],
   // The empty requirement is how OpenAPI says "or no token at all".
@@ -86,6 +101,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
 
   await app.register(swaggerUi, {
     routePrefix: DOCS_PATH,
+    staticCSP: DOCS_CSP,
     theme: { title: 'Conduit API reference' },
     uiConfig: {
       docExpansion: 'list',

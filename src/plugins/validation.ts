@@ -4,6 +4,11 @@ import type { FastifyInstance } from 'fastify';
 
 /** Schemas may name the message for a broken `pattern`, since a regex says nothing a reader understands. */
 export const MESSAGE_KEYWORD = 'x-message';
+/**
+ * Marks a number read from a URL as finite. Ajv coerces "Infinity" and "1e999" to numbers that are not, and its
+ * minimum and maximum checks pass over such numbers, so without this they would reach the database as a limit or id.
+ */
+export const FINITE_KEYWORD = 'x-finite';
 
 function createAjv(options: Options): Ajv {
   const ajv = new Ajv({
@@ -14,6 +19,12 @@ function createAjv(options: Options): Ajv {
   });
   addFormats.default(ajv, ['email']);
   ajv.addKeyword(MESSAGE_KEYWORD);
+  // Not a number keyword: those are skipped for non-finite numbers too.
+  ajv.addKeyword({
+    keyword: FINITE_KEYWORD,
+    schemaType: 'boolean',
+    validate: (finite: boolean, data: unknown) => !finite || (typeof data === 'number' && Number.isFinite(data)),
+  });
   return ajv;
 }
 
@@ -66,6 +77,8 @@ function messageOf(error: ErrorObject): string {
       return `must be at least ${params.limit}`;
     case 'maximum':
       return `must be at most ${params.limit}`;
+    case FINITE_KEYWORD:
+      return `must be ${TYPE_NAMES.integer}`;
     case 'format':
       return 'is invalid';
     case 'pattern': {

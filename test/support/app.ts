@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 
@@ -21,8 +21,9 @@ export interface ScratchDatabase {
   drop(): Promise<void>;
 }
 
-async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
+/** One client on TEST_DATABASE_URL's database (or on `url`) for the duration of `work`. */
+export async function withAdmin<T>(work: (client: pg.Client) => Promise<T>, url = POSTGRES_URL): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await work(client);
@@ -54,8 +55,32 @@ export function testConfig(databaseUrl: string, overrides: Record<string, string
     JWT_SECRET: TEST_SECRET,
     DATABASE_URL: databaseUrl,
     DATA_DIR: path.join(tmpdir(), 'conduit-test-data'),
+    // The suites send hundreds of requests and registrations a minute from one address; the limits have tests of their own.
+    RATE_LIMIT_MAX: '0',
+    AUTH_RATE_LIMIT_MAX: '0',
+    AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
     ...overrides,
   });
+}
+
+export type Defer = (cleanup: () => Promise<unknown>) => void;
+
+/** Returns `defer`: what a test hands it runs after that test, newest first. */
+export function deferPerTest(): Defer {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return (cleanup) => cleanups.push(cleanup);
+}
+
+/** An app with settings of its own (on top of `testConfig`'s) on a throwaway SQLite database, both gone after the test. */
+export async function sqliteAppWith(defer: Defer, overrides: Record<string, string>): Promise<FastifyInstance> {
+  const scratch = await createScratchDatabase('sqlite');
+  defer(() => scratch.drop());
+  const app = await buildApp(testConfig(scratch.url, overrides));
+  defer(() => app.close());
+  return app;
 }
 
 export interface TestContext {
@@ -66,16 +91,20 @@ export interface TestContext {
 
 /**
  * Runs a suite once per configured database against the real app on a fresh database of its own:
- * always SQLite, and PostgreSQL when TEST_DATABASE_URL is set.
+ * always SQLite, and PostgreSQL when TEST_DATABASE_URL is set. `overrides` are settings on top of `testConfig`'s.
  */
-export function describeEachDatabase(title: string, suite: (context: () => TestContext) => void): void {
+export function describeEachDatabase(
+  title: string,
+  suite: (context: () => TestContext) => void,
+  overrides: Record<string, string> = {},
+): void {
   for (const kind of DATABASES) {
     describe(`${title} [${kind}]`, () => {
       let context: TestContext | undefined;
       let scratch: ScratchDatabase | undefined;
       beforeAll(async () => {
         scratch = await createScratchDatabase(kind);
-        const app = await buildApp(testConfig(scratch.url));
+        const app = await buildApp(testConfig(scratch.url, overrides));
         context = { kind, app, databaseUrl: scratch.url };
       });
       afterAll(async () => {

@@ -26,6 +26,9 @@ export function childEnv(databaseUrl: string, extra: Record<string, string> = {}
   };
 }
 
+/** For load from one test: a single client address sending far more than the per-address limits allow a real one. */
+export const NO_RATE_LIMITS = { RATE_LIMIT_MAX: '0', AUTH_ADDRESS_RATE_LIMIT_MAX: '0' };
+
 export interface Finished {
   code: number | null;
   stdout: string;
@@ -114,5 +117,5 @@ export async function request(base: string, method: string, url: string, options
     ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
   });
   const text = await response.text();
-  return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+  return { status: response.status, headers: response.headers, body: text === '' ? undefined : JSON.parse(text) };
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { RequiredText, Timestamp, Wrapped } from '../../schemas.js';
+import { RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 
 export const TITLE_MAX = 256;
@@ -34,14 +34,14 @@ export const UpdateArticleBody = Wrapped(
   }),
 );
 
-export const SlugParams = Type.Object({ slug: Type.String({ minLength: 1, maxLength: 512 }) });
+export const SlugParams = Type.Object({ slug: UrlText({ minLength: 1, maxLength: 512 }) });
 
 const Paging = {
-  limit: Type.Integer({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 }),
-  offset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 }),
+  limit: UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 }),
+  offset: UrlInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 }),
 };
 // An empty filter (`?tag=`), as some clients send, means no filter.
-const Filter = Type.Optional(Type.String({ maxLength: 256 }));
+const Filter = Type.Optional(UrlText({ maxLength: 256 }));
 
 export const ListQuery = Type.Object({ tag: Filter, author: Filter, favorited: Filter, ...Paging });
 export const FeedQuery = Type.Object(Paging);

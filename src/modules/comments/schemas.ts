@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { RequiredText, Timestamp, Wrapped } from '../../schemas.js';
+import { RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
+import { SlugParams } from '../articles/schemas.js';
 import { Profile } from '../profiles/schemas.js';
 
 export const COMMENT_MAX = 10_000;
@@ -7,9 +8,9 @@ export const COMMENT_MAX = 10_000;
 export const NewCommentBody = Wrapped('comment', Type.Object({ body: RequiredText(COMMENT_MAX) }));
 
 export const CommentParams = Type.Object({
-  slug: Type.String({ minLength: 1, maxLength: 512 }),
+  slug: SlugParams.properties.slug,
   // Bounded by the id column's range so that no database sees an out-of-range number.
-  id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
+  id: UrlInteger({ minimum: 1, maximum: 2_147_483_647 }),
 });
 
 export const Comment = Type.Object({

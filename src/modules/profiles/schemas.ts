@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, Wrapped } from '../../schemas.js';
+import { NullableString, UrlText, Wrapped } from '../../schemas.js';
 
 export const Profile = Type.Object({
   username: Type.String(),
@@ -9,4 +9,4 @@ export const Profile = Type.Object({
 });
 export const ProfileResponse = Wrapped('profile', Profile);
 
-export const UsernameParams = Type.Object({ username: Type.String({ minLength: 1, maxLength: 256 }) });
+export const UsernameParams = Type.Object({ username: UrlText({ minLength: 1, maxLength: 256 }) });

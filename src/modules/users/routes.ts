@@ -17,11 +17,12 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/users',
     {
+      preHandler: app.authLimits.countAttempt,
       schema: {
         tags: ['users'],
         summary: 'Register',
         body: RegisterBody,
-        response: { 201: UserResponse, ...errorResponses(409, 422) },
+        response: { 201: UserResponse, ...errorResponses(409, 422, 429) },
       },
     },
     async (request, reply) => {
@@ -35,18 +36,22 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/users/login',
     {
+      preHandler: [app.authLimits.countAttempt, app.authLimits.checkAccount],
       schema: {
         tags: ['users'],
         summary: 'Log in',
         body: LoginBody,
-        response: { 200: UserResponse, ...errorResponses(401, 422) },
+        response: { 200: UserResponse, ...errorResponses(401, 422, 429) },
       },
     },
     async (request) => {
       const { email, password } = request.body.user;
       const login = await findLoginByEmail(app.db, email);
-      // Unknown email and wrong password do the same work and give the same answer.
-      if (!(await verifyPassword(login?.password_hash, password)) || login === undefined) throw invalidCredentials();
+      // Unknown email and wrong password do the same work, count the same and give the same answer.
+      if (!(await verifyPassword(login?.password_hash, password)) || login === undefined) {
+        await app.authLimits.failedLogin(request);
+        throw invalidCredentials();
+      }
       return toUser(login, await app.tokens.issue(login));
     },
   );

@@ -1,0 +1,106 @@
+import rateLimit, { normalizeIP } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Config, RateLimitConfig } from '../config.js';
+import { HttpError } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Probes and scrapes: never rate-limited or shed, so load balancers and monitoring still see a busy instance. */
+    exemptFromLimits?: boolean;
+  }
+  interface FastifyInstance {
+    authLimits: AuthLimits;
+  }
+}
+
+/** Brute-force guards for registration and login, each a no-op when its limit is 0. */
+export interface AuthLimits {
+  /** preHandler: every registration or login counts against the client address. */
+  countAttempt(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** preHandler for login: refuses an account that failed too often lately, before its password is checked. */
+  checkAccount(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Counts a failed login against its account. */
+  failedLogin(request: FastifyRequest): Promise<void>;
+}
+
+type Limiter = ReturnType<FastifyInstance['createRateLimit']>;
+type LimiterState = Awaited<ReturnType<Limiter>>;
+
+/** Fastify's `trustProxy`: it takes a hop count too, though its types only know the equivalent function. */
+export const trustProxyOption = (trust: Config['trustProxy']) =>
+  typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
+
+export const isExemptFromLimits = (request: FastifyRequest): boolean => request.routeOptions.config.exemptFromLimits === true;
+
+const rateLimited = () => new HttpError(429, { rate: ['limit exceeded'] });
+
+function refuse(reply: FastifyReply, state: Extract<LimiterState, { isAllowed: false }>): HttpError {
+  reply.header('retry-after', state.ttlInSeconds);
+  return rateLimited();
+}
+
+/** Login bodies have passed validation by the time the account limit reads them. */
+const accountOf = (request: FastifyRequest) => (request.body as { user: { email: string } }).user.email.toLowerCase();
+
+async function connectRedis(app: FastifyInstance, url: string): Promise<Redis> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    // Every request waits on its counter: while Redis is away, commands fail at once (and the request passes)
+    // instead of queueing until it is back.
+    enableOfflineQueue: false,
+    connectTimeout: 2000,
+    commandTimeout: 500,
+  });
+  redis.on('error', (error) => app.log.warn({ err: error }, 'Redis is unavailable: rate limits are not enforced until it is back'));
+  try {
+    // At start, so that a wrong REDIS_URL stops a deploy instead of leaving every instance without limits.
+    await redis.connect();
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(`REDIS_URL does not answer: ${(error as Error).message}`);
+  }
+  // By onClose every request has finished, so no command is waiting for an answer.
+  app.addHook('onClose', async () => redis.disconnect());
+  return redis;
+}
+
+/**
+ * A general limit per client address on every route (in onRequest, before auth reads the database), and the
+ * registration and login guards. Counters live in this process, or in Redis when set so that every instance
+ * shares them. A failing Redis lets requests through: the limits protect the service, they must not take it down.
+ */
+export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig): Promise<void> {
+  const redis = config.redisUrl === null ? null : await connectRedis(app, config.redisUrl);
+  await app.register(rateLimit, {
+    global: false,
+    max: config.max,
+    timeWindow: config.windowMs,
+    skipOnError: true,
+    allowList: isExemptFromLimits,
+    errorResponseBuilder: rateLimited,
+    ...(redis !== null && { redis, nameSpace: `${config.redisKeyPrefix}rate-limit:` }),
+  });
+  if (config.max > 0) app.addHook('onRequest', app.rateLimit());
+
+  // Keys say which limit they count: in Redis the plugin files both limiters under the same prefix.
+  const limiter = (max: number, key: (request: FastifyRequest) => string) =>
+    max > 0 ? app.createRateLimit({ max, timeWindow: config.authWindowMs, keyGenerator: key }) : null;
+  const perAddress = limiter(config.authAddressMax, (request) => `address:${normalizeIP(request.ip)}`);
+  const perAccount = limiter(config.authAccountMax, (request) => `account:${accountOf(request)}`);
+
+  app.decorate<AuthLimits>('authLimits', {
+    async countAttempt(request, reply) {
+      const state = await perAddress?.(request);
+      if (state && !state.isAllowed && state.isExceeded) throw refuse(reply, state);
+    },
+    async checkAccount(request, reply) {
+      // Only failures count, so this attempt is looked at, not counted: failedLogin counts it if it fails.
+      const state = await perAccount?.(request, { increment: false });
+      if (state && !state.isAllowed && state.remaining === 0) throw refuse(reply, state);
+    },
+    async failedLogin(request) {
+      await perAccount?.(request);
+    },
+  });
+}
