@@ -1,10 +1,11 @@
+import { asDriverError } from './constraints.js';
 import type { Executor } from './index.js';
 
 const MAX_ATTEMPTS = 5;
 
 /** PostgreSQL may pick a transaction as a deadlock victim; running it again is the documented remedy. */
-const isRetryable = (error: unknown) =>
-  typeof error === 'object' && error !== null && ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
+const RETRYABLE_CODES = new Set<unknown>(['40P01', '40001']);
+const isRetryable = (error: unknown) => RETRYABLE_CODES.has(asDriverError(error).code);
 
 /** Runs `work` in one transaction: all of it is written, or none of it. */
 export async function inTransaction<T>(db: Executor, work: (trx: Executor) => Promise<T>): Promise<T> {

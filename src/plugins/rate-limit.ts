@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Config, RateLimitConfig } from '../config.js';
 import { HttpError } from '../errors.js';
+import { identityKey } from '../modules/users/queries.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -40,8 +41,11 @@ function refuse(reply: FastifyReply, state: Extract<LimiterState, { isAllowed: f
   return rateLimited();
 }
 
-/** Login bodies have passed validation by the time the account limit reads them. */
-const accountOf = (request: FastifyRequest) => (request.body as { user: { email: string } }).user.email.toLowerCase();
+/**
+ * Login bodies have passed validation by the time the account limit reads them. The account is named by the same key
+ * the login looks it up by, so no spelling of one email (case, Unicode normal form) gets a counter of its own.
+ */
+const accountOf = (request: FastifyRequest) => identityKey((request.body as { user: { email: string } }).user.email);
 
 async function connectRedis(app: FastifyInstance, url: string): Promise<Redis> {
   const redis = new Redis(url, {
