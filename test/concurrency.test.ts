@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
 import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 
 describeEachDatabase('concurrency', (ctx) => {
   const app = () => ctx().app;
@@ -247,5 +248,45 @@ describeEachDatabase('concurrency', (ctx) => {
         expect(response.body).toEqual({ errors: { email: ['has already been taken'] } });
       }
     });
+  });
+  describe('list totals', () => {
+    it('creates, favorites, unfavorites and deletes at once: every counter equals its rows, every articlesCount its matches', async () => {
+      const authors = await Promise.all(times(3, () => registerUser(app(), 'writer')));
+      const fans = await Promise.all(times(6, () => registerUser(app(), 'reader')));
+      const tag = unique('total');
+      await Promise.all(fans.map((fan) => call(app(), 'POST', `/api/profiles/${authors[0]!.username}/follow`, { token: fan.token })));
+      const created = await Promise.all(
+        times(12, (i) => createArticle(app(), authors[i % 3]!.token, { tagList: [tag, unique('own')] })),
+      );
+      const doomed = created.slice(0, 4);
+      // Favorites of articles being deleted race with the deletes: each ends either counted or cascaded away.
+      const writes = await Promise.all([
+        ...created.flatMap((article) => fans.map((fan) => call(app(), 'POST', `/api/articles/${article.slug}/favorite`, { token: fan.token }))),
+        ...created.slice(4, 8).map((article) => call(app(), 'DELETE', `/api/articles/${article.slug}/favorite`, { token: fans[0]!.token })),
+        ...doomed.map((article) => call(app(), 'DELETE', `/api/articles/${article.slug}`, { token: authors[created.indexOf(article) % 3]!.token })),
+      ]);
+      for (const response of writes) expect([200, 204, 404]).toContain(response.status);
+
+      expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
+      const total = async (query: string, token?: string) => {
+        const response = await call(app(), 'GET', `/api/articles${query}`, { token });
+        expect(response.status).toBe(200);
+        return response.body.articlesCount as number;
+      };
+      const everything = await db().selectFrom('articles').select('id').execute();
+      expect(await total('')).toBe(everything.length);
+      expect(await total(`?tag=${tag}`)).toBe(8);
+      const survivorsBy = (author: number) => created.filter((article, i) => i % 3 === author && !doomed.includes(article)).length;
+      expect(await total(`?author=${authors[0]!.username}`)).toBe(survivorsBy(0));
+      const favoritedByFirstFan = await db()
+        .selectFrom('favorites')
+        .innerJoin('users', 'users.id', 'favorites.user_id')
+        .select('favorites.article_id')
+        .where('users.username', '=', fans[0]!.username)
+        .execute();
+      expect(await total(`?favorited=${fans[0]!.username}`)).toBe(favoritedByFirstFan.length);
+      expect(await total('/feed', fans[1]!.token)).toBe(await total(`?author=${authors[0]!.username}`));
+      expect(await total(`?tag=${tag}&author=${authors[1]!.username}`)).toBe(survivorsBy(1));
+    }, 90_000);
   });
 });

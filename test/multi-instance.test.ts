@@ -54,6 +54,26 @@ describe.skipIf(!POSTGRES)('two server processes on one PostgreSQL database', ()
     expect(seenByB.body.article).toMatchObject({ favorited: true, favoritesCount: 1 });
   });
 
+  it("serves the other instance's tag changes at once, though each caches its tag list", async () => {
+    const [a, b] = servers.map((server) => server.base) as [string, string];
+    const username = unique('tagger');
+    const user = { username, email: `${username}@example.com`, password: 'password123' };
+    const token: string = (await request(a, 'POST', '/api/users', { body: { user } })).body.user.token;
+    const tag = unique('cached');
+    expect((await request(a, 'GET', '/api/tags')).body.tags).not.toContain(tag);
+
+    const created = await request(b, 'POST', '/api/articles', {
+      token,
+      body: { article: { title: `Tag cache ${tag}`, description: 'd', body: 'b', tagList: [tag] } },
+    });
+    expect(created.status).toBe(201);
+    expect((await request(a, 'GET', '/api/tags')).body.tags).toContain(tag);
+
+    const slug: string = created.body.article.slug;
+    expect((await request(b, 'PUT', `/api/articles/${slug}`, { token, body: { article: { tagList: [] } } })).status).toBe(200);
+    expect((await request(a, 'GET', '/api/tags')).body.tags).not.toContain(tag);
+  });
+
   it('stops each instance gracefully on SIGTERM', async () => {
     for (const server of servers.splice(0)) expect(await server.stop('SIGTERM')).toBe(0);
   });

@@ -2,12 +2,14 @@ import { Migrator, type Migration, type MigrationResult, type MigrationResultSet
 import type { DatabaseHandle } from './index.js';
 import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
+import { listCounters } from './migrations/0003_list_counters.js';
 
 /** Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. */
 export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
   const migrations: Record<string, Migration> = {
     '0001_initial': initialSchema(dialect),
     '0002_idempotency_keys': idempotencyKeys,
+    '0003_list_counters': listCounters,
   };
   return new Migrator({
     db,

@@ -17,6 +17,9 @@ export interface UsersTable {
   token_version: Generated<number>;
   /** The token (jti) that changed the password last: that session stays signed in, all others are revoked. */
   kept_session: string | null;
+  /** Articles this user wrote and articles this user favorited, kept in the same transaction as those rows. */
+  articles_count: Generated<number>;
+  favorites_count: Generated<number>;
   created_at: EpochMs;
   updated_at: EpochMs;
 }
@@ -50,12 +53,25 @@ export interface TagsTable {
 export interface ArticleTagsTable {
   article_id: number;
   tag_id: number;
+  /** The article's created_at (it never changes), so a tag's articles are read newest first from one index. */
+  article_created_at: EpochMs;
 }
 
 export interface FavoritesTable {
   user_id: number;
   article_id: number;
+  /** The article's created_at, as in article_tags: a user's favorites are read newest article first from one index. */
+  article_created_at: EpochMs;
   created_at: EpochMs;
+}
+
+/**
+ * Named totals moved in the same transaction as the rows behind them:
+ * `articles` (every article) and `tag_usage_version` (bumped whenever a tag's use count changes).
+ */
+export interface CountersTable {
+  name: string;
+  value: number;
 }
 
 export interface CommentsTable {
@@ -90,6 +106,7 @@ export interface Database {
   tags: TagsTable;
   article_tags: ArticleTagsTable;
   favorites: FavoritesTable;
+  counters: CountersTable;
   comments: CommentsTable;
   idempotency_keys: IdempotencyKeysTable;
 }

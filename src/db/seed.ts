@@ -3,6 +3,7 @@ import { normalizeTags } from '../modules/articles/queries.js';
 import { slugify } from '../modules/articles/slug.js';
 import { hashPassword } from '../modules/users/passwords.js';
 import { identityKey } from '../modules/users/queries.js';
+import { recountAll } from './counters.js';
 import type { Executor } from './index.js';
 
 export interface SeedCounts {
@@ -179,8 +180,8 @@ async function inBatches<R>(rows: R[], write: (batch: R[]) => Promise<unknown>, 
 
 /**
  * Fills the database with demo users, articles (1-5 tags each), follows, favorites and comments, in one
- * transaction: a failed seed leaves nothing behind. The counters (favorites_count, tags.article_count) are
- * computed from the rows written, so they agree with them exactly, also when seeding on top of existing data.
+ * transaction: a failed seed leaves nothing behind. Every counter is recounted from the rows at the end, so
+ * they agree exactly, also when seeding on top of existing data.
  */
 export async function seedDatabase(db: Executor, options: SeedOptions, progress: (rows: number) => void = () => {}): Promise<SeedResult> {
   checkSeedCounts(options);
@@ -245,7 +246,6 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
           description: pick(SENTENCES),
           body: paragraphs.join('\n\n'),
           author_id: userIds[author()]!,
-          favorites_count: 0,
           created_at: createdAt,
           updated_at: createdAt + below(3) * DAY_MS,
         },
@@ -255,7 +255,6 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
 
     const popular = skewed(options.articles);
     const favorites = distinctPairs(options.favorites, options.users, options.articles, popular, below);
-    for (const [, article] of favorites) articles[article]!.row.favorites_count++;
 
     const articleRows: { id: number; slug: string }[] = [];
     await inBatches(
@@ -272,13 +271,10 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
     }
     const tagRows = usedTags.length === 0 ? [] : await trx.selectFrom('tags').select(['id', 'name']).where('name', 'in', usedTags).execute();
     const tagIdByName = new Map(tagRows.map((row) => [row.name, row.id]));
-    const links = articles.flatMap((article, i) => article.tags.map((name) => ({ article_id: articleIds[i]!, tag_id: tagIdByName.get(name)! })));
+    const links = articles.flatMap((article, i) =>
+      article.tags.map((name) => ({ article_id: articleIds[i]!, tag_id: tagIdByName.get(name)!, article_created_at: article.row.created_at })),
+    );
     await inBatches(links, (batch) => trx.insertInto('article_tags').values(batch).execute(), () => {});
-    const linksPerTag = new Map<number, number>();
-    for (const link of links) linksPerTag.set(link.tag_id, (linksPerTag.get(link.tag_id) ?? 0) + 1);
-    for (const [tagId, added] of linksPerTag) {
-      await trx.updateTable('tags').set((eb) => ({ article_count: eb('article_count', '+', added) })).where('id', '=', tagId).execute();
-    }
 
     const followed = skewed(options.users);
     const follows = distinctPairs(options.follows, options.users, options.users, followed, below, true);
@@ -292,6 +288,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
       favorites.map(([user, article]) => ({
         user_id: userIds[user]!,
         article_id: articleIds[article]!,
+        article_created_at: articles[article]!.row.created_at,
         created_at: between(articles[article]!.row.created_at, now),
       })),
       (batch) => trx.insertInto('favorites').values(batch).execute(),
@@ -309,6 +306,8 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
       (batch) => trx.insertInto('comments').values(batch).execute(),
       progress,
     );
+
+    await recountAll(trx);
 
     return {
       users: options.users,

@@ -1,5 +1,6 @@
 import type { ExpressionBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import { uniqueViolation } from '../../db/constraints.js';
+import { moveCounter } from '../../db/counters.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
@@ -28,18 +29,96 @@ const SLUG_ATTEMPTS = 5;
 const userIdByName = (db: Executor, username: string) =>
   db.selectFrom('users').select('users.id').where('users.username_key', '=', identityKey(username));
 
-/** The articles matching every filter (AND); shared by a page and its total so they can never disagree. */
+const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select('tags.id').where('tags.name', '=', name);
+
+/** Far below any epoch-millisecond timestamp: "no lower bound" in a comparison both databases accept. */
+const NO_LOWER_BOUND = Number.MIN_SAFE_INTEGER;
+
+/**
+ * The ids of one page, newest first, read from the index that already holds the first filter's rows in that
+ * order, so a page costs its offset plus limit index entries whatever the number of matches:
+ * a tag's links and a user's favorites carry the article's created_at for this; an author's articles have
+ * their own index. The other filters, when combined, narrow the walk.
+ */
+function pageIds(db: Executor, filters: ArticleFilters, page: Page) {
+  if (filters.favorited || filters.tag) {
+    const links = filters.favorited
+      ? db
+          .selectFrom('favorites as link')
+          .where('link.user_id', '=', userIdByName(db, filters.favorited))
+          .$if(Boolean(filters.tag), (query) =>
+            query.where('link.article_id', 'in', (eb) =>
+              eb.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, filters.tag!)),
+            ),
+          )
+      : db.selectFrom('article_tags as link').where('link.tag_id', '=', tagIdByName(db, filters.tag!));
+    const narrowed =
+      filters.author || filters.followedBy !== undefined
+        ? links.where(
+            'link.article_id',
+            'in',
+            filteredArticles(db, { author: filters.author, followedBy: filters.followedBy }).select('articles.id'),
+          )
+        : links;
+    return narrowed
+      .select('link.article_id as id')
+      .orderBy('link.article_created_at', 'desc')
+      .orderBy('link.article_id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset);
+  }
+  if (filters.followedBy !== undefined && !filters.author) return feedPageIds(db, filters.followedBy, page);
+  return filteredArticles(db, filters)
+    .select('articles.id')
+    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
+/**
+ * A feed page: each followed author contributes at most offset + limit of their newest articles (one bounded
+ * walk of the author index each), and only those candidates are sorted. Following a prolific author therefore
+ * costs no more than following a quiet one.
+ */
+function feedPageIds(db: Executor, followerId: number, page: Page) {
+  const perAuthor = page.offset + page.limit;
+  return db
+    .selectFrom('follows')
+    .innerJoin('articles', 'articles.author_id', 'follows.followed_id')
+    .select('articles.id')
+    .where('follows.follower_id', '=', followerId)
+    .where((eb) =>
+      eb(
+        'articles.created_at',
+        '>=',
+        eb.fn.coalesce(
+          eb
+            .selectFrom('articles as newest')
+            .select('newest.created_at')
+            .whereRef('newest.author_id', '=', 'follows.followed_id')
+            .orderBy('newest.created_at', 'desc')
+            .orderBy('newest.id', 'desc')
+            .limit(1)
+            .offset(perAuthor - 1),
+          eb.lit(NO_LOWER_BOUND),
+        ),
+      ),
+    )
+    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
+/** The articles matching every filter (AND); what a combined filter's total counts. */
 function filteredArticles(db: Executor, filters: ArticleFilters) {
   let query = db.selectFrom('articles');
   if (filters.author) {
     query = query.where('articles.author_id', '=', userIdByName(db, filters.author));
   }
   if (filters.tag) {
-    const tagged = db
-      .selectFrom('article_tags')
-      .innerJoin('tags', 'tags.id', 'article_tags.tag_id')
-      .select('article_tags.article_id')
-      .where('tags.name', '=', filters.tag);
+    const tagged = db.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, filters.tag));
     query = query.where('articles.id', 'in', tagged);
   }
   if (filters.favorited) {
@@ -54,6 +133,36 @@ function filteredArticles(db: Executor, filters: ArticleFilters) {
     query = query.where('articles.author_id', 'in', followed);
   }
   return query;
+}
+
+/**
+ * `articlesCount` without counting: a single filter (or none) reads the counter kept beside its rows; only a
+ * combination of filters counts the matches.
+ */
+async function totalMatching(db: Executor, filters: ArticleFilters): Promise<number> {
+  const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter((value) => value !== undefined && value !== '');
+  let row: { count: number | string | bigint | null } | undefined;
+  if (active.length === 0) {
+    row = await db.selectFrom('counters').select('value as count').where('name', '=', 'articles').executeTakeFirst();
+  } else if (active.length > 1) {
+    row = await filteredArticles(db, filters).select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirst();
+  } else if (filters.tag) {
+    row = await db.selectFrom('tags').select('article_count as count').where('name', '=', filters.tag).executeTakeFirst();
+  } else if (filters.author || filters.favorited) {
+    row = await db
+      .selectFrom('users')
+      .select(filters.author ? 'articles_count as count' : 'favorites_count as count')
+      .where('username_key', '=', identityKey((filters.author || filters.favorited)!))
+      .executeTakeFirst();
+  } else {
+    row = await db
+      .selectFrom('follows')
+      .innerJoin('users', 'users.id', 'follows.followed_id')
+      .select((eb) => eb.fn.sum<number>('users.articles_count').as('count'))
+      .where('follows.follower_id', '=', filters.followedBy!)
+      .executeTakeFirst();
+  }
+  return Number(row?.count ?? 0);
 }
 
 function favoritedByViewer(eb: ExpressionBuilder<Database, 'articles'>, viewerId: number | null) {
@@ -122,20 +231,17 @@ function toSummary(row: CardRow, tagList: string[]) {
 }
 
 export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
-  const matching = filteredArticles(db, filters);
   const [rows, total] = await Promise.all([
-    withCard(matching, viewerId)
+    withCard(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page)), viewerId)
       .orderBy('articles.created_at', 'desc')
       .orderBy('articles.id', 'desc')
-      .limit(page.limit)
-      .offset(page.offset)
       .execute(),
-    matching.select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow(),
+    totalMatching(db, filters),
   ]);
   const tags = await tagsOf(db, rows.map((row) => row.id));
   return {
     articles: rows.map((row) => toSummary(row, tags.get(row.id) ?? [])),
-    articlesCount: Number(total.count),
+    articlesCount: total,
   };
 }
 
@@ -152,10 +258,12 @@ export async function getArticleView(db: Executor, where: { slug: string } | { i
 export function findArticleRef(db: Executor, slug: string) {
   return db
     .selectFrom('articles')
-    .select(['id', 'author_id', 'title', 'updated_at'])
+    .select(['id', 'author_id', 'title', 'created_at', 'updated_at'])
     .where('slug', '=', slug)
     .executeTakeFirst();
 }
+
+export type ArticleRef = NonNullable<Awaited<ReturnType<typeof findArticleRef>>>;
 
 /** The article's ref, or the contract's 404 when no article has that slug. */
 export async function existingArticleRef(db: Executor, slug: string) {
@@ -168,12 +276,13 @@ export async function existingArticleRef(db: Executor, slug: string) {
 export const normalizeTags = (names: string[]) => [...new Set(names.map((name) => name.trim()))].sort(byCodePoint);
 
 /**
- * Links `add` (names) to an article and unlinks `removeIds`, creating missing tags; the use counters move in
- * the same transaction. On PostgreSQL, concurrent edits of overlapping tags would deadlock if each locked its
- * tag rows in its own order, so all touched rows are locked at once in id order first, and new names are
- * inserted in name order. SQLite runs one writing transaction at a time and needs neither.
+ * Links `add` (names) to an article and unlinks `removeIds`, creating missing tags; the use counters and the
+ * tag-usage version move in the same transaction. On PostgreSQL, concurrent edits of overlapping tags would
+ * deadlock if each locked its tag rows in its own order, so all touched rows are locked at once in id order
+ * first, and new names are inserted in name order. SQLite runs one writing transaction at a time and needs neither.
+ * Lock order everywhere: tags, then counters, then users.
  */
-async function changeTags(trx: Executor, articleId: number, add: string[], removeIds: number[]): Promise<void> {
+async function changeTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'created_at'>, add: string[], removeIds: number[]) {
   let addIds: number[] = [];
   if (add.length > 0) {
     await trx
@@ -195,14 +304,25 @@ async function changeTags(trx: Executor, articleId: number, add: string[], remov
       .where('id', 'in', ids)
       .execute();
   if (removeIds.length > 0) {
-    await trx.deleteFrom('article_tags').where('article_id', '=', articleId).where('tag_id', 'in', removeIds).execute();
+    await trx.deleteFrom('article_tags').where('article_id', '=', article.id).where('tag_id', 'in', removeIds).execute();
     await moveCounters(removeIds, -1);
   }
   if (addIds.length > 0) {
-    await trx.insertInto('article_tags').values(addIds.map((tag_id) => ({ article_id: articleId, tag_id }))).execute();
+    await trx
+      .insertInto('article_tags')
+      .values(addIds.map((tag_id) => ({ article_id: article.id, tag_id, article_created_at: article.created_at })))
+      .execute();
     await moveCounters(addIds, 1);
   }
+  await moveCounter(trx, 'tag_usage_version', 1);
 }
+
+const moveUserCounter = (trx: Executor, column: 'articles_count' | 'favorites_count', userId: number, delta: 1 | -1) =>
+  trx
+    .updateTable('users')
+    .set((eb) => ({ [column]: eb(column, '+', delta) }))
+    .where('id', '=', userId)
+    .execute();
 
 /**
  * Runs a write that sets a slug derived from `title`; when the slug is taken (the unique key says so,
@@ -235,12 +355,12 @@ export function createArticle(db: Executor, authorId: number, article: NewArticl
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await changeTags(trx, id, normalizeTags(article.tagList ?? []), []);
+    await changeTags(trx, { id, created_at: now }, normalizeTags(article.tagList ?? []), []);
+    await moveCounter(trx, 'articles', 1);
+    await moveUserCounter(trx, 'articles_count', authorId, 1);
     return id;
   });
 }
-
-type ArticleRef = NonNullable<Awaited<ReturnType<typeof findArticleRef>>>;
 
 /** Applies a partial update; returns false when the article vanished meanwhile. */
 export async function updateArticle(db: Executor, article: ArticleRef, changes: ArticleChanges, now: number) {
@@ -260,55 +380,71 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
       .where('id', '=', article.id)
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return false;
-    if (changes.tagList !== undefined) await replaceTags(trx, article.id, normalizeTags(changes.tagList));
+    if (changes.tagList !== undefined) await replaceTags(trx, article, normalizeTags(changes.tagList));
     return true;
   };
   return titleChanged ? withFreeSlug(db, changes.title!, write) : inTransaction(db, (trx) => write(trx));
 }
 
-async function replaceTags(trx: Executor, articleId: number, names: string[]): Promise<void> {
+async function replaceTags(trx: Executor, article: ArticleRef, names: string[]): Promise<void> {
   const current = await trx
     .selectFrom('article_tags')
     .innerJoin('tags', 'tags.id', 'article_tags.tag_id')
     .select(['tags.id', 'tags.name'])
-    .where('article_tags.article_id', '=', articleId)
+    .where('article_tags.article_id', '=', article.id)
     .execute();
   const wanted = new Set(names);
   const kept = new Set(current.map((tag) => tag.name));
   const removeIds = current.filter((tag) => !wanted.has(tag.name)).map((tag) => tag.id);
-  await changeTags(trx, articleId, names.filter((name) => !kept.has(name)), removeIds);
+  await changeTags(trx, article, names.filter((name) => !kept.has(name)), removeIds);
 }
 
-/** Comments, favorites and tag links go by cascade; tag counters are settled first, in the same transaction. */
-export function deleteArticle(db: Executor, articleId: number): Promise<void> {
+/**
+ * Comments, favorites and tag links go by cascade; every counter over them is settled first, in the same
+ * transaction. On PostgreSQL the article row is locked first: a favorite being added meanwhile either
+ * finishes before (and is counted here) or waits and then finds the article gone.
+ */
+export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id' | 'created_at'>): Promise<void> {
   return inTransaction(db, async (trx) => {
-    const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', articleId).execute();
-    await changeTags(trx, articleId, [], links.map((link) => link.tag_id));
-    await trx.deleteFrom('articles').where('id', '=', articleId).execute();
+    if (dialectOf(trx) === 'postgres') {
+      await trx.selectFrom('articles').select('id').where('id', '=', article.id).forUpdate().execute();
+    }
+    const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
+    await changeTags(trx, article, [], links.map((link) => link.tag_id));
+    await moveCounter(trx, 'articles', -1);
+    await moveUserCounter(trx, 'articles_count', article.author_id, -1);
+    await trx
+      .updateTable('users')
+      .set((eb) => ({ favorites_count: eb('favorites_count', '-', 1) }))
+      .where('id', 'in', trx.selectFrom('favorites').select('user_id').where('article_id', '=', article.id))
+      .execute();
+    await trx.deleteFrom('articles').where('id', '=', article.id).execute();
   });
 }
 
-/** Idempotent; the counter moves only when a row was really added or removed, in the same transaction. */
-export function setFavorite(db: Executor, userId: number, articleId: number, favorite: boolean, now: number) {
+/** Idempotent; the counters move only when a row was really added or removed, in the same transaction. */
+export function setFavorite(db: Executor, userId: number, article: Pick<ArticleRef, 'id' | 'created_at'>, favorite: boolean, now: number) {
   return inTransaction(db, async (trx) => {
     const changed = favorite
       ? await trx
           .insertInto('favorites')
-          .values({ user_id: userId, article_id: articleId, created_at: now })
+          .values({ user_id: userId, article_id: article.id, article_created_at: article.created_at, created_at: now })
           .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
           .returning('article_id')
           .executeTakeFirst()
       : await trx
           .deleteFrom('favorites')
           .where('user_id', '=', userId)
-          .where('article_id', '=', articleId)
+          .where('article_id', '=', article.id)
           .returning('article_id')
           .executeTakeFirst();
     if (changed === undefined) return;
+    const delta = favorite ? 1 : -1;
     await trx
       .updateTable('articles')
-      .set((eb) => ({ favorites_count: eb('favorites_count', '+', favorite ? 1 : -1) }))
-      .where('id', '=', articleId)
+      .set((eb) => ({ favorites_count: eb('favorites_count', '+', delta) }))
+      .where('id', '=', article.id)
       .execute();
+    await moveUserCounter(trx, 'favorites_count', userId, delta);
   });
 }

@@ -136,7 +136,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const article = await ownArticle(request.params.slug, signedIn(request).account.id);
-      await deleteArticle(app.db, article.id);
+      await deleteArticle(app.db, article);
       return reply.code(204).send();
     },
   );
@@ -156,7 +156,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const me = signedIn(request).account.id;
         const article = await existingArticleRef(app.db, request.params.slug);
         try {
-          await setFavorite(app.db, me, article.id, favorite, Date.now());
+          await setFavorite(app.db, me, article, favorite, Date.now());
         } catch (error) {
           if (isForeignKeyViolation(error)) throw notFound('article');
           throw error;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../schemas.js';
-import { listTags } from './queries.js';
+import { currentTags } from './queries.js';
 
 export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -15,6 +15,6 @@ export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ tags: Type.Array(Type.String()) }), ...errorResponses(401) },
       },
     },
-    async () => ({ tags: await listTags(app.db) }),
+    async () => ({ tags: [...(await currentTags(app.db))] }),
   );
 };

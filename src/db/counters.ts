@@ -1,0 +1,57 @@
+import type { Executor } from './index.js';
+
+export type CounterName = 'articles' | 'tag_usage_version';
+
+/** Moves a named total inside the caller's transaction, so it commits or rolls back with the rows it counts. */
+export async function moveCounter(trx: Executor, name: CounterName, delta: number): Promise<void> {
+  await trx
+    .updateTable('counters')
+    .set((eb) => ({ value: eb('value', '+', delta) }))
+    .where('name', '=', name)
+    .execute();
+}
+
+export async function readCounter(db: Executor, name: CounterName): Promise<number> {
+  const row = await db.selectFrom('counters').select('value').where('name', '=', name).executeTakeFirst();
+  return Number(row?.value ?? 0);
+}
+
+/**
+ * Sets every counter and copied creation time from the rows themselves: for bulk writes that bypass the
+ * per-row bookkeeping (seeding). Linear in the data, so never on a request path.
+ */
+export async function recountAll(trx: Executor): Promise<void> {
+  await trx
+    .updateTable('users')
+    .set((eb) => ({
+      articles_count: eb.selectFrom('articles').select(eb.fn.countAll<number>().as('n')).whereRef('articles.author_id', '=', 'users.id'),
+      favorites_count: eb.selectFrom('favorites').select(eb.fn.countAll<number>().as('n')).whereRef('favorites.user_id', '=', 'users.id'),
+    }))
+    .execute();
+  await trx
+    .updateTable('articles')
+    .set((eb) => ({
+      favorites_count: eb.selectFrom('favorites').select(eb.fn.countAll<number>().as('n')).whereRef('favorites.article_id', '=', 'articles.id'),
+    }))
+    .execute();
+  await trx
+    .updateTable('tags')
+    .set((eb) => ({
+      article_count: eb.selectFrom('article_tags').select(eb.fn.countAll<number>().as('n')).whereRef('article_tags.tag_id', '=', 'tags.id'),
+    }))
+    .execute();
+  for (const table of ['article_tags', 'favorites'] as const) {
+    await trx
+      .updateTable(table)
+      .set((eb) => ({
+        article_created_at: eb.selectFrom('articles').select('articles.created_at').whereRef('articles.id', '=', `${table}.article_id`),
+      }))
+      .execute();
+  }
+  await trx
+    .updateTable('counters')
+    .set((eb) => ({ value: eb.selectFrom('articles').select(eb.fn.countAll<number>().as('n')) }))
+    .where('name', '=', 'articles')
+    .execute();
+  await moveCounter(trx, 'tag_usage_version', 1);
+}

@@ -1,0 +1,52 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type DatabaseHandle } from '../src/db/index.js';
+import { createMigrator, migrateToLatest, unwrap } from '../src/db/migrate.js';
+import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
+
+for (const kind of DATABASES) {
+  describe(`migration 0003_list_counters on existing data [${kind}]`, () => {
+    let scratch: ScratchDatabase;
+    let handle: DatabaseHandle;
+
+    beforeAll(async () => {
+      scratch = await createScratchDatabase(kind);
+      handle = openDatabase(testConfig(scratch.url).database);
+    });
+
+    afterAll(async () => {
+      await handle.destroy();
+      await scratch.drop();
+    });
+
+    it('fills every counter and copied creation time from the rows already there', async () => {
+      unwrap(await createMigrator(handle).migrateTo('0002_idempotency_keys'));
+      // Written as the schema before 0003 had it, so through raw SQL rather than the current typed schema.
+      await sql`insert into users (id, username, username_key, email, email_key, password_hash, created_at, updated_at) values
+        (1, 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1), (2, 'b', 'b', 'b@x.io', 'b@x.io', 'h', 1, 1)`.execute(handle.db);
+      await sql`insert into articles (id, slug, title, description, body, author_id, favorites_count, created_at, updated_at) values
+        (1, 's1', 't', 'd', 'b', 1, 2, 100, 100), (2, 's2', 't', 'd', 'b', 1, 1, 200, 200), (3, 's3', 't', 'd', 'b', 2, 0, 300, 300)`.execute(handle.db);
+      await sql`insert into tags (id, name, article_count) values (1, 'x', 2)`.execute(handle.db);
+      await sql`insert into article_tags (article_id, tag_id) values (1, 1), (3, 1)`.execute(handle.db);
+      await sql`insert into favorites (user_id, article_id, created_at) values (1, 1, 5), (2, 1, 5), (2, 2, 5)`.execute(handle.db);
+
+      expect((await migrateToLatest(handle)).map((result) => result.migrationName)).toEqual(['0003_list_counters']);
+      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+      const users = await handle.db.selectFrom('users').select(['id', 'articles_count', 'favorites_count']).orderBy('id').execute();
+      expect(users).toEqual([
+        { id: 1, articles_count: 2, favorites_count: 1 },
+        { id: 2, articles_count: 1, favorites_count: 2 },
+      ]);
+      const links = await handle.db.selectFrom('article_tags').select(['article_id', 'article_created_at']).orderBy('article_id').execute();
+      expect(links).toEqual([
+        { article_id: 1, article_created_at: 100 },
+        { article_id: 3, article_created_at: 300 },
+      ]);
+
+      unwrap(await createMigrator(handle).migrateDown());
+      unwrap(await createMigrator(handle).migrateUp());
+      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+    });
+  });
+}

@@ -1,0 +1,39 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../src/db/index.js';
+
+/**
+ * For every stored figure the server trusts instead of counting (counters, copied creation times), the number
+ * of rows where it disagrees with the rows it stands for. All zeros means the bookkeeping is exact.
+ */
+export async function derivedDataMismatches(db: Executor) {
+  const count = async (query: ReturnType<typeof sql<{ n: number | string }>>) => Number((await query.execute(db)).rows[0]?.n);
+  const counterMismatches = (table: string, counter: string, links: string, key: string) =>
+    count(sql`
+      select count(*) as n from ${sql.table(table)} as counted
+      where ${sql.ref(`counted.${counter}`)} <> (select count(*) from ${sql.table(links)} as link where ${sql.ref(`link.${key}`)} = counted.id)
+    `);
+  const copiedTimeMismatches = (links: string) =>
+    count(sql`
+      select count(*) as n from ${sql.table(links)} as link join articles on articles.id = link.article_id
+      where link.article_created_at <> articles.created_at
+    `);
+  return {
+    articleFavorites: await counterMismatches('articles', 'favorites_count', 'favorites', 'article_id'),
+    tagArticles: await counterMismatches('tags', 'article_count', 'article_tags', 'tag_id'),
+    userArticles: await counterMismatches('users', 'articles_count', 'articles', 'author_id'),
+    userFavorites: await counterMismatches('users', 'favorites_count', 'favorites', 'user_id'),
+    articleTotal: await count(sql`select count(*) as n from counters where name = 'articles' and value <> (select count(*) from articles)`),
+    tagLinkTimes: await copiedTimeMismatches('article_tags'),
+    favoriteTimes: await copiedTimeMismatches('favorites'),
+  };
+}
+
+export const NO_MISMATCHES = {
+  articleFavorites: 0,
+  tagArticles: 0,
+  userArticles: 0,
+  userFavorites: 0,
+  articleTotal: 0,
+  tagLinkTimes: 0,
+  favoriteTimes: 0,
+};
