@@ -1,6 +1,11 @@
 import type { Executor } from './index.js';
 
-export type CounterName = 'articles' | 'tag_usage_version';
+/**
+ * `articles`: every article. `tag_usage_version`: moves whenever a tag's use count does.
+ * `content_version`: moves with every write that changes what an article list or article shows
+ * (articles, their tags, favorites, follows, author profiles).
+ */
+export type CounterName = 'articles' | 'tag_usage_version' | 'content_version';
 
 /** Moves a named total inside the caller's transaction, so it commits or rolls back with the rows it counts. */
 export async function moveCounter(trx: Executor, name: CounterName, delta: number): Promise<void> {
@@ -11,9 +16,11 @@ export async function moveCounter(trx: Executor, name: CounterName, delta: numbe
     .execute();
 }
 
+/** A missing row would silently freeze every cache built on it, so it is an error, not a zero. */
 export async function readCounter(db: Executor, name: CounterName): Promise<number> {
   const row = await db.selectFrom('counters').select('value').where('name', '=', name).executeTakeFirst();
-  return Number(row?.value ?? 0);
+  if (row === undefined) throw new Error(`the counters table has no "${name}" row: is the database migrated?`);
+  return Number(row.value);
 }
 
 /**
@@ -54,4 +61,5 @@ export async function recountAll(trx: Executor): Promise<void> {
     .where('name', '=', 'articles')
     .execute();
   await moveCounter(trx, 'tag_usage_version', 1);
+  await moveCounter(trx, 'content_version', 1);
 }

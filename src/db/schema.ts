@@ -65,10 +65,7 @@ export interface FavoritesTable {
   created_at: EpochMs;
 }
 
-/**
- * Named totals moved in the same transaction as the rows behind them:
- * `articles` (every article) and `tag_usage_version` (bumped whenever a tag's use count changes).
- */
+/** Named totals and versions moved in the same transaction as the rows behind them (see db/counters.ts). */
 export interface CountersTable {
   name: string;
   value: number;

@@ -6,7 +6,8 @@ import { sql, type Kysely } from 'kysely';
  *   so a total is one row read instead of a count over the matching rows;
  * - the article's creation time copied into the link tables (it never changes), so "newest first" for a tag or
  *   a user's favorites walks one index in order instead of sorting every match;
- * - a version number that moves with tag use, so the tag list can be cached and invalidated exactly.
+ * - version numbers that move with tag use and with everything a list shows, so those can be cached and
+ *   invalidated exactly, also across processes.
  */
 export const listCounters = {
   async up(db: Kysely<unknown>) {
@@ -29,7 +30,8 @@ export const listCounters = {
       .execute();
     await sql`insert into counters (name, value)
       select 'articles', count(*) from articles
-      union all select 'tag_usage_version', 0`.execute(db);
+      union all select 'tag_usage_version', 0
+      union all select 'content_version', 0`.execute(db);
 
     for (const table of ['article_tags', 'favorites'] as const) {
       // SQLite adds a NOT NULL column only with a default; every insert sets it, the default only serves the backfill.

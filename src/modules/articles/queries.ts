@@ -1,12 +1,12 @@
-import type { ExpressionBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import { uniqueViolation } from '../../db/constraints.js';
-import { moveCounter } from '../../db/counters.js';
+import { moveCounter, readCounter } from '../../db/counters.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
+import { VersionedCache } from '../../db/versioned-cache.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
-import { followedByViewer, toProfile } from '../profiles/queries.js';
 import { identityKey } from '../users/queries.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
@@ -165,23 +165,20 @@ async function totalMatching(db: Executor, filters: ArticleFilters): Promise<num
   return Number(row?.count ?? 0);
 }
 
-function favoritedByViewer(eb: ExpressionBuilder<Database, 'articles'>, viewerId: number | null) {
-  if (viewerId === null) return eb.lit(false).$castTo<SqlBool>();
-  return eb.exists(
-    eb
-      .selectFrom('favorites')
-      .select(eb.lit(1).as('one'))
-      .where('favorites.user_id', '=', viewerId)
-      .whereRef('favorites.article_id', '=', 'articles.id'),
-  );
+/** What everyone sees of a list item, with the ids the viewer's flags are looked up by. */
+interface ArticleCard {
+  id: number;
+  authorId: number;
+  summary: ReturnType<typeof toSummary>;
 }
 
-/** Everything a list item shows, author and viewer flags included, in one query whatever the page size. */
-function withCard(query: SelectQueryBuilder<Database, 'articles', object>, viewerId: number | null) {
+/** Everything a list item shows but the viewer's flags, in one query whatever the page size. */
+function withCard(query: SelectQueryBuilder<Database, 'articles', object>) {
   return query
     .innerJoin('users', 'users.id', 'articles.author_id')
-    .select((eb) => [
+    .select([
       'articles.id',
+      'articles.author_id',
       'articles.slug',
       'articles.title',
       'articles.description',
@@ -191,8 +188,6 @@ function withCard(query: SelectQueryBuilder<Database, 'articles', object>, viewe
       'users.username',
       'users.bio',
       'users.image',
-      favoritedByViewer(eb, viewerId).as('favorited'),
-      followedByViewer(eb, viewerId).as('following'),
     ]);
 }
 
@@ -224,34 +219,111 @@ function toSummary(row: CardRow, tagList: string[]) {
     tagList,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
-    favorited: Boolean(row.favorited),
+    favorited: false,
     favoritesCount: row.favorites_count,
-    author: toProfile(row),
+    author: { username: row.username, bio: row.bio, image: row.image, following: false },
   };
 }
 
-export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
-  const [rows, total] = await Promise.all([
-    withCard(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page)), viewerId)
+async function loadCards(db: Executor, rows: CardRow[]): Promise<ArticleCard[]> {
+  const tags = await tagsOf(db, rows.map((row) => row.id));
+  return rows.map((row) => ({ id: row.id, authorId: row.author_id, summary: toSummary(row, tags.get(row.id) ?? []) }));
+}
+
+interface ArticlePage {
+  cards: ArticleCard[];
+  articlesCount: number;
+}
+
+interface ArticleDetail {
+  card: ArticleCard;
+  body: string;
+}
+
+const PAGE_CACHE_ENTRIES = 2_000;
+const ARTICLE_CACHE_ENTRIES = 5_000;
+
+/**
+ * Pages and articles as everyone sees them, per database, valid while `content_version` stands still: every
+ * write that changes what they show moves it in the same transaction (see the write functions below and
+ * profiles/users queries). A read costs one primary-key lookup when nothing was written meanwhile.
+ */
+const cachesByDatabase = new WeakMap<
+  Executor,
+  { pages: VersionedCache<ArticlePage>; articles: VersionedCache<ArticleDetail | null> }
+>();
+
+function cachesFor(db: Executor) {
+  let caches = cachesByDatabase.get(db);
+  if (caches === undefined) {
+    caches = { pages: new VersionedCache(PAGE_CACHE_ENTRIES), articles: new VersionedCache(ARTICLE_CACHE_ENTRIES) };
+    cachesByDatabase.set(db, caches);
+  }
+  return caches;
+}
+
+/**
+ * The viewer's own flags laid over shared cards: which of these articles they favorited and which of these
+ * authors they follow, in one query. Cards are shared between requests, so they are copied, never changed.
+ */
+async function forViewer(db: Executor, cards: ArticleCard[], viewerId: number | null) {
+  if (viewerId === null || cards.length === 0) return cards.map((card) => card.summary);
+  const rows = await db
+    .selectFrom('favorites')
+    .select([sql<string>`'favorite'`.as('kind'), 'favorites.article_id as id'])
+    .where('favorites.user_id', '=', viewerId)
+    .where('favorites.article_id', 'in', cards.map((card) => card.id))
+    .unionAll(
+      db
+        .selectFrom('follows')
+        .select([sql<string>`'follow'`.as('kind'), 'follows.followed_id as id'])
+        .where('follows.follower_id', '=', viewerId)
+        .where('follows.followed_id', 'in', [...new Set(cards.map((card) => card.authorId))]),
+    )
+    .execute();
+  const favorited = new Set(rows.filter((row) => row.kind === 'favorite').map((row) => Number(row.id)));
+  const followed = new Set(rows.filter((row) => row.kind === 'follow').map((row) => Number(row.id)));
+  return cards.map(({ id, authorId, summary }) => ({
+    ...summary,
+    favorited: favorited.has(id),
+    author: { ...summary.author, following: followed.has(authorId) },
+  }));
+}
+
+async function loadPage(db: Executor, filters: ArticleFilters, page: Page): Promise<ArticlePage> {
+  const [rows, articlesCount] = await Promise.all([
+    withCard(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page)))
       .orderBy('articles.created_at', 'desc')
       .orderBy('articles.id', 'desc')
       .execute(),
     totalMatching(db, filters),
   ]);
-  const tags = await tagsOf(db, rows.map((row) => row.id));
-  return {
-    articles: rows.map((row) => toSummary(row, tags.get(row.id) ?? [])),
-    articlesCount: total,
-  };
+  return { cards: await loadCards(db, rows), articlesCount };
+}
+
+export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
+  const version = await readCounter(db, 'content_version');
+  const key = JSON.stringify([filters.tag || null, filters.author || null, filters.favorited || null, filters.followedBy ?? null, page.limit, page.offset]);
+  const { cards, articlesCount } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
+  return { articles: await forViewer(db, cards, viewerId), articlesCount };
+}
+
+async function loadArticle(db: Executor, where: { slug: string } | { id: number }): Promise<ArticleDetail | null> {
+  const base = db.selectFrom('articles');
+  const query = 'slug' in where ? base.where('articles.slug', '=', where.slug) : base.where('articles.id', '=', where.id);
+  const row = await withCard(query).select('articles.body').executeTakeFirst();
+  if (row === undefined) return null;
+  const [card] = await loadCards(db, [row]);
+  return { card: card!, body: row.body };
 }
 
 export async function getArticleView(db: Executor, where: { slug: string } | { id: number }, viewerId: number | null) {
-  const base = db.selectFrom('articles');
-  const query = 'slug' in where ? base.where('articles.slug', '=', where.slug) : base.where('articles.id', '=', where.id);
-  const row = await withCard(query, viewerId).select('articles.body').executeTakeFirst();
-  if (row === undefined) return undefined;
-  const tags = await tagsOf(db, [row.id]);
-  return { ...toSummary(row, tags.get(row.id) ?? []), body: row.body };
+  const version = await readCounter(db, 'content_version');
+  const key = 'slug' in where ? `slug:${where.slug}` : `id:${where.id}`;
+  const detail = await cachesFor(db).articles.get(version, key, () => loadArticle(db, where));
+  if (detail === null) return undefined;
+  const [summary] = await forViewer(db, [detail.card], viewerId);
+  return { ...summary!, body: detail.body };
 }
 
 /** The few columns that decide existence and ownership, before any write. */
@@ -280,7 +352,8 @@ export const normalizeTags = (names: string[]) => [...new Set(names.map((name) =
  * tag-usage version move in the same transaction. On PostgreSQL, concurrent edits of overlapping tags would
  * deadlock if each locked its tag rows in its own order, so all touched rows are locked at once in id order
  * first, and new names are inserted in name order. SQLite runs one writing transaction at a time and needs neither.
- * Lock order everywhere: tags, then counters, then users.
+ * Lock order everywhere: tags, then counters, then users, and `content_version` last of all (a transaction
+ * holding it takes no other lock, so waiting for it cannot close a cycle).
  */
 async function changeTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'created_at'>, add: string[], removeIds: number[]) {
   let addIds: number[] = [];
@@ -358,6 +431,7 @@ export function createArticle(db: Executor, authorId: number, article: NewArticl
     await changeTags(trx, { id, created_at: now }, normalizeTags(article.tagList ?? []), []);
     await moveCounter(trx, 'articles', 1);
     await moveUserCounter(trx, 'articles_count', authorId, 1);
+    await moveCounter(trx, 'content_version', 1);
     return id;
   });
 }
@@ -381,6 +455,7 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return false;
     if (changes.tagList !== undefined) await replaceTags(trx, article, normalizeTags(changes.tagList));
+    await moveCounter(trx, 'content_version', 1);
     return true;
   };
   return titleChanged ? withFreeSlug(db, changes.title!, write) : inTransaction(db, (trx) => write(trx));
@@ -419,6 +494,7 @@ export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'au
       .where('id', 'in', trx.selectFrom('favorites').select('user_id').where('article_id', '=', article.id))
       .execute();
     await trx.deleteFrom('articles').where('id', '=', article.id).execute();
+    await moveCounter(trx, 'content_version', 1);
   });
 }
 
@@ -446,5 +522,6 @@ export function setFavorite(db: Executor, userId: number, article: Pick<ArticleR
       .where('id', '=', article.id)
       .execute();
     await moveUserCounter(trx, 'favorites_count', userId, delta);
+    await moveCounter(trx, 'content_version', 1);
   });
 }

@@ -1,5 +1,7 @@
 import type { ExpressionBuilder, SqlBool } from 'kysely';
+import { moveCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
+import { inTransaction } from '../../db/transaction.js';
 import type { Database } from '../../db/schema.js';
 import { identityKey } from '../users/queries.js';
 
@@ -39,15 +41,21 @@ export function findProfile(db: Executor, username: string, viewerId: number | n
     .executeTakeFirst();
 }
 
-/** Idempotent: the composite key turns a repeated follow into nothing. */
-export async function follow(db: Executor, followerId: number, followedId: number, now: number): Promise<void> {
-  await db
-    .insertInto('follows')
-    .values({ follower_id: followerId, followed_id: followedId, created_at: now })
-    .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
-    .execute();
+/** Idempotent: the composite key turns a repeated follow into nothing. Feeds change, so the content version moves. */
+export function follow(db: Executor, followerId: number, followedId: number, now: number): Promise<void> {
+  return inTransaction(db, async (trx) => {
+    await trx
+      .insertInto('follows')
+      .values({ follower_id: followerId, followed_id: followedId, created_at: now })
+      .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
+      .execute();
+    await moveCounter(trx, 'content_version', 1);
+  });
 }
 
-export async function unfollow(db: Executor, followerId: number, followedId: number): Promise<void> {
-  await db.deleteFrom('follows').where('follower_id', '=', followerId).where('followed_id', '=', followedId).execute();
+export function unfollow(db: Executor, followerId: number, followedId: number): Promise<void> {
+  return inTransaction(db, async (trx) => {
+    await trx.deleteFrom('follows').where('follower_id', '=', followerId).where('followed_id', '=', followedId).execute();
+    await moveCounter(trx, 'content_version', 1);
+  });
 }

@@ -1,4 +1,6 @@
+import { moveCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
+import { inTransaction } from '../../db/transaction.js';
 
 /** Case-insensitive identity: usernames and emails compare by this key, stored beside the original. */
 export const identityKey = (value: string) => value.normalize('NFC').toLowerCase();
@@ -59,23 +61,30 @@ export interface AccountChanges {
   password?: { hash: string; keptSession: string };
 }
 
+/** A change of what article lists show of the author (name, bio, image) moves the content version with it. */
 export function updateAccount(db: Executor, id: number, changes: AccountChanges, now: number): Promise<Account> {
   const username = changes.username?.normalize('NFC');
-  return db
-    .updateTable('users')
-    .set((eb) => ({
-      updated_at: now,
-      ...(username !== undefined && { username, username_key: identityKey(username) }),
-      ...(changes.email !== undefined && { email: changes.email, email_key: identityKey(changes.email) }),
-      ...(changes.bio !== undefined && { bio: changes.bio }),
-      ...(changes.image !== undefined && { image: changes.image }),
-      ...(changes.password !== undefined && {
-        password_hash: changes.password.hash,
-        token_version: eb('token_version', '+', 1),
-        kept_session: changes.password.keptSession,
-      }),
-    }))
-    .where('id', '=', id)
-    .returning(ACCOUNT_COLUMNS)
-    .executeTakeFirstOrThrow();
+  return inTransaction(db, async (trx) => {
+    const account = await trx
+      .updateTable('users')
+      .set((eb) => ({
+        updated_at: now,
+        ...(username !== undefined && { username, username_key: identityKey(username) }),
+        ...(changes.email !== undefined && { email: changes.email, email_key: identityKey(changes.email) }),
+        ...(changes.bio !== undefined && { bio: changes.bio }),
+        ...(changes.image !== undefined && { image: changes.image }),
+        ...(changes.password !== undefined && {
+          password_hash: changes.password.hash,
+          token_version: eb('token_version', '+', 1),
+          kept_session: changes.password.keptSession,
+        }),
+      }))
+      .where('id', '=', id)
+      .returning(ACCOUNT_COLUMNS)
+      .executeTakeFirstOrThrow();
+    if (username !== undefined || changes.bio !== undefined || changes.image !== undefined) {
+      await moveCounter(trx, 'content_version', 1);
+    }
+    return account;
+  });
 }

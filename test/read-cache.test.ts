@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { describeEachDatabase, testConfig } from './support/app.js';
+import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+
+/**
+ * Lists, articles and tags are cached per process on versions that every relevant write moves. Each write
+ * goes through one app; every read goes through another app on the same database (another process's view),
+ * right after that second app has cached the state before the write.
+ */
+describeEachDatabase('cached reads after every kind of write', (ctx) => {
+  let reader: FastifyInstance;
+  let author: TestUser;
+  let fan: TestUser;
+  let slug: string;
+  const writer = () => ctx().app;
+
+  beforeAll(async () => {
+    reader = await buildApp(testConfig(ctx().databaseUrl), { migrate: false });
+    author = await registerUser(writer(), 'cached-author');
+    fan = await registerUser(writer(), 'cached-fan');
+    slug = (await createArticle(writer(), author.token, { tagList: ['cache-a'] })).slug;
+  });
+
+  afterAll(() => reader.close());
+
+  /** Reads `url` on the reader twice (so it is cached), runs `write` on the writer, then returns the reader's new answer. */
+  async function afterWrite(url: string, token: string | undefined, write: () => Promise<{ status: number }>) {
+    await call(reader, 'GET', url, { token });
+    const before = await call(reader, 'GET', url, { token });
+    expect(before.status).toBe(200);
+    expect([200, 201, 204]).toContain((await write()).status);
+    const after = await call(reader, 'GET', url, { token });
+    expect(after.status).toBe(200);
+    return { before: before.body, after: after.body };
+  }
+
+  it('an article created elsewhere appears in the list and under its tag', async () => {
+    const tag = unique('fresh');
+    const { before, after } = await afterWrite(`/api/articles?tag=${tag}`, undefined, () =>
+      call(writer(), 'POST', '/api/articles', { token: author.token, body: { article: { title: unique('New '), description: 'd', body: 'b', tagList: [tag] } } }),
+    );
+    expect(before.articlesCount).toBe(0);
+    expect(after.articlesCount).toBe(1);
+    expect((await call(reader, 'GET', '/api/tags')).body.tags).toContain(tag);
+  });
+
+  it('a favorite shows in the count, the favorited list and the viewer flag', async () => {
+    const counts = await afterWrite(`/api/articles/${slug}`, fan.token, () =>
+      call(writer(), 'POST', `/api/articles/${slug}/favorite`, { token: fan.token }),
+    );
+    expect(counts.after.article.favoritesCount).toBe(counts.before.article.favoritesCount + 1);
+    expect(counts.after.article.favorited).toBe(true);
+    const list = await afterWrite(`/api/articles?favorited=${fan.username}`, undefined, () =>
+      call(writer(), 'DELETE', `/api/articles/${slug}/favorite`, { token: fan.token }),
+    );
+    expect(list.before.articlesCount).toBe(1);
+    expect(list.after).toEqual({ articles: [], articlesCount: 0 });
+  });
+
+  it('a follow and an unfollow change the feed', async () => {
+    const followed = await afterWrite('/api/articles/feed', fan.token, () =>
+      call(writer(), 'POST', `/api/profiles/${author.username}/follow`, { token: fan.token }),
+    );
+    expect(followed.before.articlesCount).toBe(0);
+    expect(followed.after.articlesCount).toBeGreaterThan(0);
+    expect(followed.after.articles[0].author.following).toBe(true);
+    const unfollowed = await afterWrite('/api/articles/feed', fan.token, () =>
+      call(writer(), 'DELETE', `/api/profiles/${author.username}/follow`, { token: fan.token }),
+    );
+    expect(unfollowed.after.articlesCount).toBe(0);
+  });
+
+  it("an author's new bio and name show on their articles", async () => {
+    const bio = unique('bio ');
+    const { after } = await afterWrite(`/api/articles/${slug}`, undefined, () =>
+      call(writer(), 'PUT', '/api/user', { token: author.token, body: { user: { bio } } }),
+    );
+    expect(after.article.author.bio).toBe(bio);
+    const username = unique('renamed');
+    const renamed = await afterWrite(`/api/articles?limit=100`, undefined, () =>
+      call(writer(), 'PUT', '/api/user', { token: author.token, body: { user: { username } } }),
+    );
+    const mine = renamed.after.articles.find((article: { slug: string }) => article.slug === slug);
+    expect(mine.author.username).toBe(username);
+  });
+
+  it('an edit changes the article and its tags; a delete removes it', async () => {
+    const edited = await afterWrite(`/api/articles/${slug}`, undefined, () =>
+      call(writer(), 'PUT', `/api/articles/${slug}`, { token: author.token, body: { article: { description: 'changed', tagList: ['cache-b'] } } }),
+    );
+    expect(edited.after.article).toMatchObject({ description: 'changed', tagList: ['cache-b'] });
+    expect((await call(reader, 'GET', '/api/tags')).body.tags).not.toContain('cache-a');
+
+    const listed = await afterWrite('/api/articles?limit=100', undefined, () =>
+      call(writer(), 'DELETE', `/api/articles/${slug}`, { token: author.token }),
+    );
+    expect(listed.after.articlesCount).toBe(listed.before.articlesCount - 1);
+    expect(listed.after.articles.map((article: { slug: string }) => article.slug)).not.toContain(slug);
+    expect((await call(reader, 'GET', `/api/articles/${slug}`)).status).toBe(404);
+  });
+});
