@@ -89,7 +89,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     strictPreflight: false,
   });
   // After CORS, so that browsers can read these refusals too; before auth, so that they cost no database work.
-  await installSecurityHeaders(app);
+  installSecurityHeaders(app);
   await installOverloadProtection(app, config.overload);
   await installRateLimits(app, config.rateLimits);
   // After CORS, so that a 401 still carries the CORS headers a browser needs to read it.
