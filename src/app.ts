@@ -18,7 +18,7 @@ import { installIdempotency } from './plugins/idempotency.js';
 import { installJsonBodyParser } from './plugins/json-body.js';
 import { installOpenApi } from './plugins/openapi.js';
 import { installOverloadProtection, timeoutOptions } from './plugins/overload.js';
-import { installRequestIdHeader, loggerOptions, requestIdFor, type LogDestination } from './plugins/logging.js';
+import { installRequestIdHeader, installRequestLogging, loggerOptions, requestIdFor, type LogDestination } from './plugins/logging.js';
 import { installMetrics } from './plugins/metrics.js';
 import { installRateLimits, trustProxyOption } from './plugins/rate-limit.js';
 import { installSecurityHeaders } from './plugins/security-headers.js';
@@ -51,6 +51,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: loggerOptions(config, options.logStream),
     genReqId: requestIdFor,
+    disableRequestLogging: true,
     bodyLimit: BODY_LIMIT,
     frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ignoreTrailingSlash: true },
@@ -73,6 +74,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
+  installRequestLogging(app);
   installShutdownDraining(app);
   await installMetrics(app, database);
   installValidation(app);

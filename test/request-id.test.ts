@@ -79,8 +79,10 @@ describe('request ids and logs', () => {
     const id = unique('logged-');
     await call(app, 'GET', '/api/articles/not-there', { headers: { 'x-request-id': id } });
     const entries = logged().filter((entry) => entry.reqId === id);
-    expect(entries.map((entry) => entry.msg)).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
-    expect(entries.find((entry) => entry.msg === 'request completed')).toMatchObject({ res: { statusCode: 404 } });
+    // One line per request, with the request and the answer.
+    expect(entries.map((entry) => entry.msg)).toEqual(['request completed']);
+    expect(entries[0]).toMatchObject({ req: { method: 'GET', url: '/api/articles/not-there' }, res: { statusCode: 404 } });
+    expect(entries[0]?.responseTime).toEqual(expect.any(Number));
   });
 
   it('does not log successful probes or scrapes, even at trace level', async () => {

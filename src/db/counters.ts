@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { Executor } from './index.js';
 
 /**
@@ -16,9 +17,18 @@ export async function moveCounter(trx: Executor, name: CounterName, delta: numbe
     .execute();
 }
 
-/** A missing row would silently freeze every cache built on it, so it is an error, not a zero. */
+const compiledReads = new WeakMap<Executor, Map<CounterName, CompiledQuery<{ value: number }>>>();
+
+/**
+ * Read before every cached answer, so built and compiled once per database: the query builder costs more than
+ * the primary-key lookup itself. A missing row would silently freeze every cache built on it, so it is an error.
+ */
 export async function readCounter(db: Executor, name: CounterName): Promise<number> {
-  const row = await db.selectFrom('counters').select('value').where('name', '=', name).executeTakeFirst();
+  let reads = compiledReads.get(db);
+  if (reads === undefined) compiledReads.set(db, (reads = new Map()));
+  let read = reads.get(name);
+  if (read === undefined) reads.set(name, (read = db.selectFrom('counters').select('value').where('name', '=', name).compile()));
+  const [row] = (await db.executeQuery(read)).rows;
   if (row === undefined) throw new Error(`the counters table has no "${name}" row: is the database migrated?`);
   return Number(row.value);
 }

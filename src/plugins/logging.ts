@@ -33,6 +33,18 @@ export function installRequestIdHeader(app: FastifyInstance): void {
   });
 }
 
+/**
+ * One line per request, written when the answer has gone, with what Fastify's two default lines (incoming,
+ * completed) carry between them: every log write is a system call, and this halves them on the busiest path.
+ * Fastify's own request logging is turned off in app.ts (`disableRequestLogging`).
+ */
+export function installRequestLogging(app: FastifyInstance): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    done();
+  });
+}
+
 const AT_MOST_WARN: LogLevel[] = ['warn', 'error', 'fatal', 'silent'];
 
 /**
