@@ -1,5 +1,5 @@
 import { decodeJwt, SignJWT, UnsecuredJWT } from 'jose';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { describeEachDatabase, TEST_SECRET } from './support/app.js';
 import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
 
@@ -169,6 +169,21 @@ describeEachDatabase('auth', (ctx) => {
     const response = await me(`Token ${token}`);
     expect(response.status).toBe(401);
     expect(response.body).toEqual(EXPIRED);
+  });
+
+  it('refuses a token that was accepted before once it has expired', async () => {
+    const user = await registerUser(app());
+    const token = await forge({ ...claimsOf(user), exp: nowSeconds() + 60 });
+    expect((await me(`Token ${token}`)).status).toBe(200);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 61_000);
+      const response = await me(`Token ${token}`);
+      expect(response.status).toBe(401);
+      expect(response.body).toEqual(EXPIRED);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses a token with alg "none"', async () => {

@@ -242,6 +242,13 @@ interface ArticleDetail {
 
 const PAGE_CACHE_ENTRIES = 2_000;
 const ARTICLE_CACHE_ENTRIES = 5_000;
+const VIEWER_FLAG_ENTRIES = 10_000;
+
+/** Which of a page's articles one viewer favorited and which of its authors they follow, by position. */
+interface ViewerFlags {
+  favorited: Set<number>;
+  followed: Set<number>;
+}
 
 /**
  * Pages and articles as everyone sees them, per database, valid while `content_version` stands still: every
@@ -250,24 +257,25 @@ const ARTICLE_CACHE_ENTRIES = 5_000;
  */
 const cachesByDatabase = new WeakMap<
   Executor,
-  { pages: VersionedCache<ArticlePage>; articles: VersionedCache<ArticleDetail | null> }
+  { pages: VersionedCache<ArticlePage>; articles: VersionedCache<ArticleDetail | null>; viewerFlags: VersionedCache<ViewerFlags> }
 >();
 
 function cachesFor(db: Executor) {
   let caches = cachesByDatabase.get(db);
   if (caches === undefined) {
-    caches = { pages: new VersionedCache(PAGE_CACHE_ENTRIES), articles: new VersionedCache(ARTICLE_CACHE_ENTRIES) };
+    caches = {
+      pages: new VersionedCache(PAGE_CACHE_ENTRIES),
+      articles: new VersionedCache(ARTICLE_CACHE_ENTRIES),
+      // Favorites and follows move the same version, so a viewer's flags for a page are cached like the page.
+      viewerFlags: new VersionedCache(VIEWER_FLAG_ENTRIES),
+    };
     cachesByDatabase.set(db, caches);
   }
   return caches;
 }
 
-/**
- * The viewer's own flags laid over shared cards: which of these articles they favorited and which of these
- * authors they follow, in one query. Cards are shared between requests, so they are copied, never changed.
- */
-async function forViewer(db: Executor, cards: ArticleCard[], viewerId: number | null) {
-  if (viewerId === null || cards.length === 0) return cards.map((card) => card.summary);
+/** Which of these articles the viewer favorited and which of these authors they follow, in one query. */
+async function loadViewerFlags(db: Executor, cards: ArticleCard[], viewerId: number): Promise<ViewerFlags> {
   const rows = await db
     .selectFrom('favorites')
     .select([sql<string>`'favorite'`.as('kind'), 'favorites.article_id as id'])
@@ -281,12 +289,23 @@ async function forViewer(db: Executor, cards: ArticleCard[], viewerId: number | 
         .where('follows.followed_id', 'in', [...new Set(cards.map((card) => card.authorId))]),
     )
     .execute();
-  const favorited = new Set(rows.filter((row) => row.kind === 'favorite').map((row) => Number(row.id)));
-  const followed = new Set(rows.filter((row) => row.kind === 'follow').map((row) => Number(row.id)));
+  return {
+    favorited: new Set(rows.filter((row) => row.kind === 'favorite').map((row) => Number(row.id))),
+    followed: new Set(rows.filter((row) => row.kind === 'follow').map((row) => Number(row.id))),
+  };
+}
+
+/**
+ * The viewer's own flags laid over shared cards. Cards are shared between requests, so they are copied, never
+ * changed. `version` and `key` name the cards' version and cache entry; the flags are cached beside them.
+ */
+async function forViewer(db: Executor, cards: ArticleCard[], viewerId: number | null, version: number, key: string) {
+  if (viewerId === null || cards.length === 0) return cards.map((card) => card.summary);
+  const flags = await cachesFor(db).viewerFlags.get(version, `${viewerId} ${key}`, () => loadViewerFlags(db, cards, viewerId));
   return cards.map(({ id, authorId, summary }) => ({
     ...summary,
-    favorited: favorited.has(id),
-    author: { ...summary.author, following: followed.has(authorId) },
+    favorited: flags.favorited.has(id),
+    author: { ...summary.author, following: flags.followed.has(authorId) },
   }));
 }
 
@@ -305,7 +324,7 @@ export async function listArticles(db: Executor, filters: ArticleFilters, page: 
   const version = await readCounter(db, 'content_version');
   const key = JSON.stringify([filters.tag || null, filters.author || null, filters.favorited || null, filters.followedBy ?? null, page.limit, page.offset]);
   const { cards, articlesCount } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
-  return { articles: await forViewer(db, cards, viewerId), articlesCount };
+  return { articles: await forViewer(db, cards, viewerId, version, key), articlesCount };
 }
 
 async function loadArticle(db: Executor, where: { slug: string } | { id: number }): Promise<ArticleDetail | null> {
@@ -322,7 +341,7 @@ export async function getArticleView(db: Executor, where: { slug: string } | { i
   const key = 'slug' in where ? `slug:${where.slug}` : `id:${where.id}`;
   const detail = await cachesFor(db).articles.get(version, key, () => loadArticle(db, where));
   if (detail === null) return undefined;
-  const [summary] = await forViewer(db, [detail.card], viewerId);
+  const [summary] = await forViewer(db, [detail.card], viewerId, version, key);
   return { ...summary!, body: detail.body };
 }
 
