@@ -18,7 +18,7 @@ import { installIdempotency } from './plugins/idempotency.js';
 import { installJsonBodyParser } from './plugins/json-body.js';
 import { installOpenApi } from './plugins/openapi.js';
 import { installOverloadProtection, timeoutOptions } from './plugins/overload.js';
-import { installRequestIdHeader, installRequestLogging, loggerOptions, requestIdFor, type LogDestination } from './plugins/logging.js';
+import { installRequestIdHeader, loggerOptions, OneLinePerRequest, requestIdFor, type LogDestination } from './plugins/logging.js';
 import { installMetrics } from './plugins/metrics.js';
 import { installRateLimits, trustProxyOption } from './plugins/rate-limit.js';
 import { installSecurityHeaders } from './plugins/security-headers.js';
@@ -51,7 +51,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: loggerOptions(config, options.logStream),
     genReqId: requestIdFor,
-    disableRequestLogging: true,
+    logController: new OneLinePerRequest(),
     bodyLimit: BODY_LIMIT,
     frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ignoreTrailingSlash: true },
@@ -74,7 +74,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
-  installRequestLogging(app);
   installShutdownDraining(app);
   await installMetrics(app, database);
   installValidation(app);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance, FastifyServerOptions, LogLevel } from 'fastify';
+import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type LogLevel } from 'fastify';
 import type { Config } from '../config.js';
 
 /** Where log lines go instead of stdout. */
@@ -36,13 +36,16 @@ export function installRequestIdHeader(app: FastifyInstance): void {
 /**
  * One line per request, written when the answer has gone, with what Fastify's two default lines (incoming,
  * completed) carry between them: every log write is a system call, and this halves them on the busiest path.
- * Fastify's own request logging is turned off in app.ts (`disableRequestLogging`).
  */
-export function installRequestLogging(app: FastifyInstance): void {
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
-    done();
-  });
+export class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
 }
 
 const AT_MOST_WARN: LogLevel[] = ['warn', 'error', 'fatal', 'silent'];

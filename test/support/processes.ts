@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TEST_SECRET } from './app.js';
+import { freePort } from './ports.js';
+
+export { freePort };
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The built program as users run it: `npm test` builds dist/ before vitest starts. */
@@ -50,16 +52,6 @@ export function runNode(script: string, args: string[], env: NodeJS.ProcessEnv):
 
 export const runConduit = (args: string[], env: NodeJS.ProcessEnv) => runNode(CONDUIT_BIN, args, env);
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** A server started as a child process, with everything it printed so far for failure messages. */
 export interface RunningServer {

@@ -1,0 +1,210 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { measureArgon2, type Argon2Baseline } from './argon2-baseline.js';
+import { startCeiling } from './ceiling.js';
+import { BENCH_DIR, locate, prepareDatabase, PROJECT_ROOT, type DatabaseKind } from './databases.js';
+import { measureScenario, type MeasureSettings } from './measure.js';
+import { Progress } from './progress.js';
+import { describeMachine, formatRun, writeResults, type DatabaseRun, type ScenarioResult } from './report.js';
+import { buildScenario, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
+import { SCALES, type ScaleName } from './seed-data.js';
+import { startServer } from './server.js';
+
+const DATABASE_KINDS = ['sqlite', 'postgres'] as const satisfies readonly DatabaseKind[];
+const SCALE_NAMES = Object.keys(SCALES) as ScaleName[];
+/** As many logins in flight in the argon2 baseline as the load generator keeps open by default. */
+const ARGON2_IN_FLIGHT = 50;
+
+const listOf =
+  <T extends string>(allowed: readonly T[]) =>
+  (raw: string): T[] => {
+    const items = raw.split(',').map((item) => item.trim()).filter(Boolean);
+    const unknown = items.filter((item) => !allowed.includes(item as T));
+    if (items.length === 0 || unknown.length > 0) {
+      throw new InvalidArgumentError(`expected a comma-separated list of ${allowed.join(', ')}`);
+    }
+    return [...new Set(items)] as T[];
+  };
+
+const positive =
+  (integer: boolean) =>
+  (raw: string): number => {
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+      throw new InvalidArgumentError(`expected a positive ${integer ? 'whole ' : ''}number`);
+    }
+    return value;
+  };
+
+interface Options {
+  scale: ScaleName[];
+  db?: DatabaseKind[];
+  postgresUrl?: string;
+  scenarios: ScenarioId[];
+  duration: number;
+  warmup: number;
+  connections: number;
+  out?: string;
+  reuse: boolean;
+  cpuProf: boolean;
+  smoke: boolean;
+}
+
+function parseOptions(): Options {
+  const program = new Command('npm run bench --')
+    .description(
+      'Load-tests the real server (`node dist/server.js`, NODE_ENV=production) on seeded SQLite and PostgreSQL databases, ' +
+        'next to a bare node:http "ceiling" server that answers the same requests with bodies of the same size.',
+    )
+    .addOption(
+      new Option('--scale <list>', `data sizes to run, in order: ${SCALE_NAMES.join(', ')}`)
+        .argParser(listOf(SCALE_NAMES))
+        .default(SCALE_NAMES, SCALE_NAMES.join(',')),
+    )
+    .option('--db <list>', 'databases: sqlite, postgres (default: sqlite, plus postgres when a URL is given)', listOf(DATABASE_KINDS))
+    .addOption(
+      new Option(
+        '--postgres-url <url>',
+        'PostgreSQL server for the postgres runs; only its conduit_bench_<scale> databases are dropped and created, never the URL\'s own database',
+      ).env('BENCH_DATABASE_URL'),
+    )
+    .addOption(
+      new Option('--scenarios <list>', `scenarios to run, in order: ${SCENARIO_IDS.join(', ')}`)
+        .argParser(listOf(SCENARIO_IDS))
+        .default([...SCENARIO_IDS], 'all'),
+    )
+    .option('--duration <seconds>', 'measured seconds per scenario (and per ceiling run)', positive(false), 10)
+    .option('--warmup <seconds>', 'unmeasured seconds of the same load before each measurement, 0 for none', (raw) => (raw === '0' ? 0 : positive(false)(raw)), 3)
+    .option('--connections <n>', 'concurrent connections of the load generator', positive(true), 50)
+    .option('--out <file>', 'results as JSON (default: .bench/results-<timestamp>.json)')
+    .option('--reuse', 'keep seeded databases between runs: skip seeding when the same scale and seed version is there (new migrations still apply)')
+    .option('--cpu-prof', 'run the server with node --cpu-prof; profiles go to .bench/run-<timestamp>/profiles/')
+    .option('--smoke', 'for CI: exit 1 if any response was non-2xx or any request failed or timed out; speed never fails')
+    .addHelpText(
+      'after',
+      '\nThe server runs with RATE_LIMIT_MAX=0, AUTH_RATE_LIMIT_MAX=0 and AUTH_ADDRESS_RATE_LIMIT_MAX=0: all load comes from\n' +
+        'one address, so the per-address limits would otherwise answer most requests with 429. Every seeded account\n' +
+        'signs in with one password. Server logs, CPU profiles and the seeded SQLite files are under .bench/.',
+    );
+  const parsed = program.parse().opts<Omit<Options, 'reuse' | 'cpuProf' | 'smoke'> & Partial<Options>>();
+  return { ...parsed, reuse: parsed.reuse === true, cpuProf: parsed.cpuProf === true, smoke: parsed.smoke === true };
+}
+
+function build(): void {
+  console.log('building dist/ (npm run build)');
+  const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+  if (result.status !== 0) throw new Error('npm run build failed');
+}
+
+/** Problems worth a line of their own: they make the run's figures describe something other than success. */
+function warnings(result: ScenarioResult): string[] {
+  const lines: string[] = [];
+  const { non2xx, errors, timeouts, statusCodes } = result.server;
+  if (non2xx > 0) {
+    lines.push(`WARNING ${result.id}: ${non2xx} non-2xx responses (status counts ${JSON.stringify(statusCodes)})`);
+    lines.push(
+      result.failure
+        ? `  for example ${result.failure.request} -> ${result.failure.status} ${result.failure.body}`
+        : '  none of the requests failed when sent again on their own: the failures came with the load',
+    );
+  }
+  if (errors > 0) {
+    lines.push(`WARNING ${result.id}: ${errors} request errors, ${timeouts} of them timeouts (${JSON.stringify(result.server.errorCodes)})`);
+  }
+  const alongside = result.login?.tagsAlongside;
+  if (alongside && alongside.non2xx + alongside.errors > 0) {
+    lines.push(`WARNING ${result.id}: GET /api/tags alongside got ${alongside.non2xx} non-2xx and ${alongside.errors} errors`);
+  }
+  return lines;
+}
+
+async function main(): Promise<number> {
+  const options = parseOptions();
+  const postgresUrl = options.postgresUrl;
+  const databases = (options.db ?? (postgresUrl ? ['sqlite', 'postgres'] : ['sqlite'])).filter((kind) => {
+    if (kind === 'postgres' && postgresUrl === undefined) {
+      console.log('PostgreSQL skipped: give --postgres-url or set BENCH_DATABASE_URL to include it.');
+      return false;
+    }
+    return true;
+  });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/-\d+Z$/, 'Z');
+  const runDir = path.join(BENCH_DIR, `run-${stamp}`);
+  const out = path.resolve(options.out ?? path.join(BENCH_DIR, `results-${stamp}.json`));
+  mkdirSync(runDir, { recursive: true });
+
+  build();
+  const machine = await describeMachine(postgresUrl);
+  const settings: MeasureSettings = { connections: options.connections, warmupSeconds: options.warmup, seconds: options.duration };
+  let argon2: Promise<Argon2Baseline> | undefined;
+  const runs: DatabaseRun[] = [];
+  // The URL may carry a password: the results name only the server.
+  const shownOptions = { ...options, db: databases, postgresUrl: postgresUrl && new URL(postgresUrl).host };
+  const save = () => writeResults(out, { startedAt: stamp, machine, options: shownOptions, runs });
+  let requestsFailed = false;
+  let runsStopped = false;
+
+  const ceiling = await startCeiling();
+  try {
+    for (const scale of options.scale) {
+      for (const kind of databases) {
+        const database = locate(kind, scale, postgresUrl);
+        const label = `${kind}/${scale}`;
+        const progress = new Progress(label);
+        const run: DatabaseRun = {
+          database: kind,
+          scale,
+          seed: { reused: false, phases: progress.timings },
+          serverLog: path.join(runDir, `server-${kind}-${scale}.log`),
+          scenarios: [],
+          rssMaxBytes: null,
+        };
+        runs.push(run);
+        try {
+          console.log(`\n${label}: ${options.reuse ? 'preparing (reuse allowed)' : 'seeding a fresh database'}`);
+          run.seed.reused = (await prepareDatabase(database, options.reuse, progress)).reused;
+          const targets = await pickTargets(database.config);
+          const server = await startServer({
+            databaseUrl: database.url,
+            logFile: run.serverLog,
+            ...(options.cpuProf && { cpuProfile: { dir: path.join(runDir, 'profiles'), name: `${kind}-${scale}.cpuprofile` } }),
+          });
+          try {
+            const sessions = await logIn(server.base, targets.sessionEmails);
+            const context = { server, ceiling, settings, argon2: () => (argon2 ??= measureArgon2(options.duration, ARGON2_IN_FLIGHT)) };
+            for (const id of options.scenarios) {
+              const result = await measureScenario(buildScenario(id, targets, sessions), context);
+              run.scenarios.push(result);
+              run.rssMaxBytes = Math.max(run.rssMaxBytes ?? 0, result.rssMaxBytes ?? 0) || null;
+              console.log(
+                `${label} ${id}: ${result.server.requestsPerSecond.toFixed(0)} req/s, p99 ${result.server.latencyMs.p99} ms, ` +
+                  `ceiling ${result.ceiling.requestsPerSecond.toFixed(0)} req/s`,
+              );
+              const problems = warnings(result);
+              for (const line of problems) console.log(line);
+              if (problems.length > 0) requestsFailed = true;
+            }
+          } finally {
+            await server.stop();
+          }
+        } catch (error) {
+          run.error = error instanceof Error ? error.message : String(error);
+          runsStopped = true;
+        }
+        console.log(`\n${formatRun(run)}`);
+        save();
+      }
+    }
+  } finally {
+    await ceiling.stop();
+  }
+  console.log(`\nresults: ${out}`);
+  if (options.cpuProf) console.log(`CPU profiles: ${path.join(runDir, 'profiles')} (open in Chrome DevTools or speedscope)`);
+  if (requestsFailed) console.log(options.smoke ? 'SMOKE FAILED: see the warnings above.' : 'Some requests failed: see the warnings above.');
+  if (runsStopped) console.log('Some runs stopped early: see RUN STOPPED EARLY above.');
+  return runsStopped || (options.smoke && requestsFailed) ? 1 : 0;
+}
+
+process.exitCode = await main();

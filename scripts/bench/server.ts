@@ -1,0 +1,121 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PROJECT_ROOT } from './databases.js';
+import { freePort } from '../../test/support/ports.js';
+
+const READY_TIMEOUT_MS = 120_000;
+const STOP_TIMEOUT_MS = 30_000;
+const RSS_SAMPLE_MS = 200;
+
+export interface ServerOptions {
+  databaseUrl: string;
+  /** The server's stdout and stderr: the terminal is the bench's. */
+  logFile: string;
+  /** Runs the server under --cpu-prof, writing `<name>` into `dir` when it exits. */
+  cpuProfile?: { dir: string; name: string };
+}
+
+export interface RunningServer {
+  base: string;
+  pid: number;
+  /** SIGTERM, then waits for the exit (a CPU profile is written during it). */
+  stop(): Promise<void>;
+}
+
+
+const logTail = (file: string) => readFileSync(file, 'utf8').split('\n').slice(-20).join('\n');
+
+/** `node dist/server.js`, what `npm start` runs once built, with production settings. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const port = await freePort();
+  const profiling = options.cpuProfile
+    ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfile.dir}`, `--cpu-prof-name=${options.cpuProfile.name}`]
+    : [];
+  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const log = openSync(options.logFile, 'a');
+  const child = spawn(process.execPath, [...profiling, path.join(PROJECT_ROOT, 'dist', 'server.js')], {
+    // A folder of its own: the server reads .env from its working directory, and a developer's .env must not
+    // change what is measured.
+    cwd: path.dirname(options.logFile),
+    env: {
+      PATH: process.env.PATH,
+      // The argon2 baseline inherits the bench's environment: both must get the same libuv thread pool.
+      ...(process.env.UV_THREADPOOL_SIZE && { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATABASE_URL: options.databaseUrl,
+      DATA_DIR: path.join(path.dirname(options.logFile), 'data'),
+      JWT_SECRET: randomBytes(36).toString('base64url'),
+      // Every request comes from this one address; the per-address limits would turn the load into 429s.
+      RATE_LIMIT_MAX: '0',
+      AUTH_RATE_LIMIT_MAX: '0',
+      AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const base = `http://127.0.0.1:${port}`;
+
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it was ready; ${options.logFile} ends:\n${logTail(options.logFile)}`);
+    }
+    const ready = await fetch(`${base}/health/ready`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the server was not ready within ${READY_TIMEOUT_MS / 1000} s; ${options.logFile} ends:\n${logTail(options.logFile)}`);
+    }
+    await sleep(100);
+  }
+
+  return {
+    base,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Resident memory in bytes from /proc; `null` where there is no /proc (not Linux) or the process is gone. */
+function residentBytes(pid: number): number | null {
+  try {
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Samples a process's RSS until stopped; stop() gives the highest sample in bytes, `null` if none could be read. */
+export function watchRss(pid: number): { stop(): number | null } {
+  let highest: number | null = null;
+  const sample = () => {
+    const bytes = residentBytes(pid);
+    if (bytes !== null) highest = Math.max(highest ?? 0, bytes);
+  };
+  sample();
+  const timer = setInterval(sample, RSS_SAMPLE_MS);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return highest;
+    },
+  };
+}

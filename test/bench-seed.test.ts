@@ -1,0 +1,123 @@
+import type { FastifyInstance } from 'fastify';
+import { sql, type RawBuilder } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Progress } from '../scripts/bench/progress.js';
+import { BENCH_PASSWORD, buildPlan, MAX_COMMENTS_PER_ARTICLE, SCALES } from '../scripts/bench/seed-data.js';
+import { seedDatabase } from '../scripts/bench/seed.js';
+import { buildApp } from '../src/app.js';
+import { call } from './support/client.js';
+import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+
+const scale = SCALES.small;
+
+it('generates the same data on every run', () => {
+  expect(buildPlan(scale)).toEqual(buildPlan(scale));
+});
+
+// The server trusts the counter columns and the copied creation times instead of counting rows; a seed that got
+// one of them wrong would make the bench measure a database the server could never have produced.
+for (const kind of DATABASES) {
+  describe(`bench seed, small scale [${kind}]`, () => {
+    let scratch: ScratchDatabase | undefined;
+    let server: FastifyInstance | undefined;
+    const app = () => server!;
+
+    beforeAll(async () => {
+      scratch = await createScratchDatabase(kind);
+      const config = testConfig(scratch.url);
+      await seedDatabase(config.database, scale, new Progress(kind, { bars: false, log: () => {} }));
+      server = await buildApp(config);
+    });
+
+    afterAll(async () => {
+      await server?.close();
+      await scratch?.drop();
+    });
+
+    /** The single number a query returns; PostgreSQL's count(*) is a bigint. */
+    const value = async (query: RawBuilder<{ n: number | string | null }>) => Number((await query.execute(app().db)).rows[0]?.n);
+
+    it("writes the scale's row counts", async () => {
+      const counts = {
+        users: await value(sql`select count(*) as n from users`),
+        articles: await value(sql`select count(*) as n from articles`),
+        tags: await value(sql`select count(*) as n from tags`),
+        follows: await value(sql`select count(*) as n from follows`),
+        favorites: await value(sql`select count(*) as n from favorites`),
+        comments: await value(sql`select count(*) as n from comments`),
+      };
+      expect(counts).toEqual({
+        users: scale.users,
+        articles: scale.articles,
+        tags: scale.tags,
+        follows: scale.users * scale.followsPerUser,
+        favorites: scale.users * scale.favoritesPerUser,
+        comments: scale.comments,
+      });
+      expect(await value(sql`select count(*) as n from article_tags`)).toBeGreaterThanOrEqual(scale.articles);
+      expect(await value(sql`select count(*) as n from articles a where not exists (select 1 from article_tags x where x.article_id = a.id)`)).toBe(0);
+    });
+
+    it('keeps every counter equal to the rows it counts', async () => {
+      expect(
+        await value(sql`select count(*) as n from users u
+          where u.articles_count <> (select count(*) from articles a where a.author_id = u.id)
+             or u.favorites_count <> (select count(*) from favorites f where f.user_id = u.id)`),
+      ).toBe(0);
+      expect(
+        await value(sql`select count(*) as n from articles a
+          where a.favorites_count <> (select count(*) from favorites f where f.article_id = a.id)`),
+      ).toBe(0);
+      expect(
+        await value(sql`select count(*) as n from tags t
+          where t.article_count <> (select count(*) from article_tags x where x.tag_id = t.id)`),
+      ).toBe(0);
+      expect(await value(sql`select value as n from counters where name = 'articles'`)).toBe(scale.articles);
+      // Skewed, not uniform: the most prolific author wrote far more than an even share.
+      expect(await value(sql`select max(articles_count) as n from users`)).toBeGreaterThan((10 * scale.articles) / scale.users);
+    });
+
+    it("copies each article's creation time into its tag links and favorites", async () => {
+      expect(
+        await value(sql`select count(*) as n from article_tags x join articles a on a.id = x.article_id
+          where x.article_created_at <> a.created_at`),
+      ).toBe(0);
+      expect(
+        await value(sql`select count(*) as n from favorites f join articles a on a.id = f.article_id
+          where f.article_created_at <> a.created_at`),
+      ).toBe(0);
+    });
+
+    it('never has anyone follow themselves, and caps comments per article', async () => {
+      expect(await value(sql`select count(*) as n from follows where follower_id = followed_id`)).toBe(0);
+      expect(
+        await value(sql`select max(c) as n from (select count(*) as c from comments group by article_id) as per_article`),
+      ).toBeLessThanOrEqual(MAX_COMMENTS_PER_ARTICLE);
+    });
+
+    if (kind === 'sqlite') {
+      it('writes no row whose foreign key points nowhere', async () => {
+        expect((await sql`pragma foreign_key_check`.execute(app().db)).rows).toEqual([]);
+      });
+    }
+
+    it('serves the data: a seeded user logs in, the list counts every article, new ids follow the seeded ones', async () => {
+      const { email } = await app().db.selectFrom('users').select('email').where('id', '=', 7).executeTakeFirstOrThrow();
+      const login = await call(app(), 'POST', '/api/users/login', { body: { user: { email, password: BENCH_PASSWORD } } });
+      expect(login.status).toBe(200);
+
+      const list = await call(app(), 'GET', '/api/articles');
+      expect(list.status).toBe(200);
+      expect(list.body.articlesCount).toBe(scale.articles);
+
+      const token = login.body.user.token as string;
+      const created = await call(app(), 'POST', '/api/articles', {
+        token,
+        body: { article: { title: 'After the seed', description: 'd', body: 'b', tagList: ['javascript'] } },
+      });
+      expect(created.status).toBe(201);
+      const row = await app().db.selectFrom('articles').select('id').where('slug', '=', created.body.article.slug).executeTakeFirstOrThrow();
+      expect(row.id).toBe(scale.articles + 1);
+    });
+  });
+}
