@@ -27,6 +27,8 @@ declare module 'autocannon' {
       connections?: number;
       /** Seconds. */
       duration?: number;
+      /** Requests per second over all connections. */
+      overallRate?: number;
       /** Seconds a request may take before it counts as a timeout (and an error). */
       timeout?: number;
       requests?: Request[];

@@ -16,6 +16,8 @@ export type RequestSource = () => RequestSpec;
 export interface LoadSettings {
   connections: number;
   seconds: number;
+  /** Requests per second over all connections; unset means as fast as the server answers. */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -51,6 +53,7 @@ export async function runLoad(base: string, next: RequestSource, settings: LoadS
         url: base,
         connections: settings.connections,
         duration: settings.seconds,
+        ...(settings.rate !== undefined && { overallRate: settings.rate }),
         timeout: REQUEST_TIMEOUT_SECONDS,
         requests: [
           {
