@@ -1,4 +1,3 @@
-import { SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
 import { serve } from './cli/serve.js';
@@ -94,6 +93,8 @@ Everything is written in one transaction; on top of existing data, names and slu
     .action(async (options: { size: keyof typeof SEED_SIZES; seedValue?: number } & Partial<SeedCounts>) => {
       const counts = { ...SEED_SIZES[options.size] };
       for (const key of Object.keys(counts) as (keyof SeedCounts)[]) counts[key] = options[key] ?? counts[key];
+      // Only the seed command draws a progress bar; the server does not load it.
+      const { SingleBar } = await import('cli-progress');
       const bar = new SingleBar({ format: 'seeding [{bar}] {percentage}% | {value}/{total} rows | {duration_formatted}' });
       bar.start(Object.values(counts).reduce((sum, n) => sum + n, 0), 0);
       const result = await withDatabase(async (database) => {

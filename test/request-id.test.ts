@@ -79,10 +79,13 @@ describe('request ids and logs', () => {
     const id = unique('logged-');
     await call(app, 'GET', '/api/articles/not-there', { headers: { 'x-request-id': id } });
     const entries = logged().filter((entry) => entry.reqId === id);
-    // One line per request, with the request and the answer.
-    expect(entries.map((entry) => entry.msg)).toEqual(['request completed']);
-    expect(entries[0]).toMatchObject({ req: { method: 'GET', url: '/api/articles/not-there' }, res: { statusCode: 404 } });
-    expect(entries[0]?.responseTime).toEqual(expect.any(Number));
+    // At info, one line per request with the request and the answer; the arrival is logged at debug only.
+    expect(entries.map((entry) => [entry.msg, entry.level])).toEqual([
+      ['incoming request', 20],
+      ['request completed', 30],
+    ]);
+    expect(entries[1]).toMatchObject({ req: { method: 'GET', url: '/api/articles/not-there' }, res: { statusCode: 404 } });
+    expect(entries[1]?.responseTime).toEqual(expect.any(Number));
   });
 
   it('does not log successful probes or scrapes, even at trace level', async () => {

@@ -122,8 +122,8 @@ for (const kind of DATABASES) {
 
     it('finishes every in-flight request, takes no new ones, closes the database and exits 0 on SIGTERM', { timeout: 60_000 }, async () => {
       scratch = await createScratchDatabase(kind);
-      // Info level: the log says when each request has reached the server and when the shutdown has begun.
-      server = await startServer(SERVER_ENTRY, [], childEnv(scratch.url, { LOG_LEVEL: 'info' }));
+      // Debug level: the log says when each request has reached the server and when the shutdown has begun.
+      server = await startServer(SERVER_ENTRY, [], childEnv(scratch.url, { LOG_LEVEL: 'debug' }));
       const { base } = server;
       const username = unique('owner');
       const account = { username, email: `${username}@example.com`, password: 'password123' };

@@ -34,11 +34,14 @@ export function installRequestIdHeader(app: FastifyInstance): void {
 }
 
 /**
- * One line per request, written when the answer has gone, with what Fastify's two default lines (incoming,
- * completed) carry between them: every log write is a system call, and this halves them on the busiest path.
+ * One line per request at `info`, written when the answer has gone, with what Fastify's two default lines
+ * (incoming, completed) carry between them: every log write is a system call, and this halves them on the
+ * busiest path. The arrival line is still there at `debug`, for following a request that never finishes.
  */
 export class OneLinePerRequest extends LogController {
-  override incomingRequest(): void {}
+  override incomingRequest(request: FastifyRequest): void {
+    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
+  }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return;
