@@ -72,6 +72,21 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
     expect(unfollowed.after.articlesCount).toBe(0);
   });
 
+  it('a follow or unfollow that changes nothing leaves the content version, and so every cache, in place', async () => {
+    const version = async () =>
+      Number((await ctx().app.db.selectFrom('counters').select('value').where('name', '=', 'content_version').executeTakeFirstOrThrow()).value);
+    const follow = (method: 'POST' | 'DELETE') => call(writer(), method, `/api/profiles/${author.username}/follow`, { token: fan.token });
+    expect((await follow('POST')).status).toBe(200);
+    const afterFollow = await version();
+    expect((await follow('POST')).status).toBe(200);
+    expect(await version()).toBe(afterFollow);
+    expect((await follow('DELETE')).status).toBe(200);
+    const afterUnfollow = await version();
+    expect(afterUnfollow).toBe(afterFollow + 1);
+    expect((await follow('DELETE')).status).toBe(200);
+    expect(await version()).toBe(afterUnfollow);
+  });
+
   it("an author's new bio and name show on their articles", async () => {
     const bio = unique('bio ');
     const { after } = await afterWrite(`/api/articles/${slug}`, undefined, () =>

@@ -34,8 +34,8 @@ export async function readCounter(db: Executor, name: CounterName): Promise<numb
 }
 
 /**
- * Sets every counter and copied creation time from the rows themselves: for bulk writes that bypass the
- * per-row bookkeeping (seeding). Linear in the data, so never on a request path.
+ * Sets every counter from the rows themselves, for bulk writes that bypass the per-row bookkeeping (seeding,
+ * which writes the copied creation times with the rows). Linear in the data, so never on a request path.
  */
 export async function recountAll(trx: Executor): Promise<void> {
   await trx
@@ -57,14 +57,6 @@ export async function recountAll(trx: Executor): Promise<void> {
       article_count: eb.selectFrom('article_tags').select(eb.fn.countAll<number>().as('n')).whereRef('article_tags.tag_id', '=', 'tags.id'),
     }))
     .execute();
-  for (const table of ['article_tags', 'favorites'] as const) {
-    await trx
-      .updateTable(table)
-      .set((eb) => ({
-        article_created_at: eb.selectFrom('articles').select('articles.created_at').whereRef('articles.id', '=', `${table}.article_id`),
-      }))
-      .execute();
-  }
   await trx
     .updateTable('counters')
     .set((eb) => ({ value: eb.selectFrom('articles').select(eb.fn.countAll<number>().as('n')) }))

@@ -3,6 +3,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, type Driver } from 'kysely';
 import pg from 'pg';
+import { setWithin } from '../bounded-map.js';
 import type { DatabaseConfig } from '../config.js';
 import type { Database } from './schema.js';
 
@@ -54,8 +55,7 @@ function withStatementCache(database: BetterSqlite3.Database): BetterSqlite3.Dat
         let statement = cache.get(source);
         if (statement === undefined) {
           statement = prepare(source);
-          if (cache.size >= SQLITE_STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-          cache.set(source, statement);
+          setWithin(cache, SQLITE_STATEMENT_CACHE_SIZE, source, statement);
         }
         return statement;
       };

@@ -1,3 +1,5 @@
+import { setWithin } from '../bounded-map.js';
+
 /**
  * Values computed from one version of the data. Versions are counters that only grow and move in the same
  * transaction as the rows they cover, so "same version" means "same data": no expiry, no stale reads.
@@ -24,8 +26,7 @@ export class VersionedCache<T> {
     const value = await load();
     // The version may have moved while loading; then this value belongs to a version already dropped.
     if (version === this.version) {
-      this.entries.set(key, value);
-      if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as string);
+      setWithin(this.entries, this.capacity, key, value);
     }
     return value;
   }

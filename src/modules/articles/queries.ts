@@ -7,6 +7,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
+import { toProfile } from '../profiles/queries.js';
 import { identityKey } from '../users/queries.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
@@ -141,10 +142,9 @@ function filteredArticles(db: Executor, filters: ArticleFilters) {
  */
 async function totalMatching(db: Executor, filters: ArticleFilters): Promise<number> {
   const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter((value) => value !== undefined && value !== '');
+  if (active.length === 0) return readCounter(db, 'articles');
   let row: { count: number | string | bigint | null } | undefined;
-  if (active.length === 0) {
-    row = await db.selectFrom('counters').select('value as count').where('name', '=', 'articles').executeTakeFirst();
-  } else if (active.length > 1) {
+  if (active.length > 1) {
     row = await filteredArticles(db, filters).select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirst();
   } else if (filters.tag) {
     row = await db.selectFrom('tags').select('article_count as count').where('name', '=', filters.tag).executeTakeFirst();
@@ -221,7 +221,7 @@ function toSummary(row: CardRow, tagList: string[]) {
     updatedAt: toIso(row.updated_at),
     favorited: false,
     favoritesCount: row.favorites_count,
-    author: { username: row.username, bio: row.bio, image: row.image, following: false },
+    author: toProfile({ ...row, following: false }),
   };
 }
 
@@ -244,7 +244,7 @@ const PAGE_CACHE_ENTRIES = 2_000;
 const ARTICLE_CACHE_ENTRIES = 5_000;
 const VIEWER_FLAG_ENTRIES = 10_000;
 
-/** Which of a page's articles one viewer favorited and which of its authors they follow, by position. */
+/** Which of a page's articles (ids) one viewer favorited and which of its authors (ids) they follow. */
 interface ViewerFlags {
   favorited: Set<number>;
   followed: Set<number>;

@@ -41,21 +41,28 @@ export function findProfile(db: Executor, username: string, viewerId: number | n
     .executeTakeFirst();
 }
 
-/** Idempotent: the composite key turns a repeated follow into nothing. Feeds change, so the content version moves. */
+/**
+ * Idempotent: the composite key turns a repeated follow into nothing. A real change alters feeds, so the
+ * content version moves with it, and only then, as with favorites.
+ */
 export function follow(db: Executor, followerId: number, followedId: number, now: number): Promise<void> {
   return inTransaction(db, async (trx) => {
-    await trx
+    const { numInsertedOrUpdatedRows } = await trx
       .insertInto('follows')
       .values({ follower_id: followerId, followed_id: followedId, created_at: now })
       .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
-      .execute();
-    await moveCounter(trx, 'content_version', 1);
+      .executeTakeFirst();
+    if (numInsertedOrUpdatedRows) await moveCounter(trx, 'content_version', 1);
   });
 }
 
 export function unfollow(db: Executor, followerId: number, followedId: number): Promise<void> {
   return inTransaction(db, async (trx) => {
-    await trx.deleteFrom('follows').where('follower_id', '=', followerId).where('followed_id', '=', followedId).execute();
-    await moveCounter(trx, 'content_version', 1);
+    const { numDeletedRows } = await trx
+      .deleteFrom('follows')
+      .where('follower_id', '=', followerId)
+      .where('followed_id', '=', followedId)
+      .executeTakeFirst();
+    if (numDeletedRows) await moveCounter(trx, 'content_version', 1);
   });
 }

@@ -16,7 +16,7 @@ const cachesByDatabase = new WeakMap<Executor, VersionedCache<string[]>>();
  * in the same transaction, so one primary-key read tells whether the list changed, also for changes made by
  * other processes. The returned list is shared: callers must not change it.
  */
-export async function currentTags(db: Executor): Promise<readonly string[]> {
+export async function currentTags(db: Executor): Promise<string[]> {
   let cache = cachesByDatabase.get(db);
   if (cache === undefined) {
     cache = new VersionedCache(1);

@@ -15,6 +15,6 @@ export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ tags: Type.Array(Type.String()) }), ...errorResponses(401) },
       },
     },
-    async () => ({ tags: [...(await currentTags(app.db))] }),
+    async () => ({ tags: await currentTags(app.db) }),
   );
 };

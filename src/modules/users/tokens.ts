@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
+import { setWithin } from '../../bounded-map.js';
 import { unauthorized } from '../../errors.js';
 
 const ALGORITHM = 'HS256';
@@ -60,8 +61,7 @@ export function createTokenService(secret: string, ttlSeconds: number): TokenSer
         throw unauthorized('is invalid');
       }
       const claims = { userId, version, sessionId: payload.jti, expiresAt: payload.exp! * 1000 };
-      if (verified.size >= VERIFIED_TOKENS) verified.delete(verified.keys().next().value as string);
-      verified.set(token, claims);
+      setWithin(verified, VERIFIED_TOKENS, token, claims);
       return claims;
     },
   };
