@@ -75,7 +75,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
   installShutdownDraining(app);
-  await installMetrics(app, database);
+  installMetrics(app, database);
   installValidation(app);
   installErrorHandling(app);
   installJsonBodyParser(app);

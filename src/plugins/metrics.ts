@@ -1,8 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import fastifyMetricsModule from 'fastify-metrics';
-import { Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DatabaseHandle, PoolStats } from '../db/index.js';
 import { machineRouteLogLevel } from './logging.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Leaves the route out of the request metrics: probes and scrapes would drown the traffic they measure. */
+    disableMetrics?: boolean;
+  }
+}
 
 const POOL_GAUGES: Array<[name: string, help: string, stat: keyof PoolStats]> = [
   ['db_pool_clients', 'PostgreSQL connections open in this process', 'total'],
@@ -10,27 +16,53 @@ const POOL_GAUGES: Array<[name: string, help: string, stat: keyof PoolStats]> = 
   ['db_pool_waiting_requests', 'queries waiting for a free PostgreSQL connection', 'waiting'],
 ];
 
-/**
- * Prometheus metrics at GET /metrics: one duration histogram per route pattern, method and status (its `_count`
- * is the request count), Node's process metrics (event-loop delay included) and, on PostgreSQL, the pool.
- * Each app has a registry of its own: prom-client's global one refuses a second app's metrics of the same name.
- */
-export async function installMetrics(app: FastifyInstance, database: DatabaseHandle): Promise<void> {
-  const registry = new Registry();
+/** Every unmatched URL counts under this one route label: a flood of 404s shows, and the series stay bounded. */
+const UNMATCHED_ROUTE = '__unknown__';
+/** Preflights and HEADs say nothing about the API's work. */
+const UNCOUNTED_METHODS = new Set(['OPTIONS', 'HEAD']);
 
-  // A CommonJS module compiled from ES modules: from ESM, its plugin is the `default` property of the import.
-  await app.register(fastifyMetricsModule.default, {
-    // Served below, from this app's registry; the plugin's own endpoint would merge in the global one.
-    endpoint: null,
-    defaultMetrics: { enabled: true, register: registry },
-    routeMetrics: {
-      // Unmatched URLs are counted too, all under one `__unknown__` route: a flood of 404s shows, cardinality stays bounded.
-      registeredRoutesOnly: false,
-      enabled: { histogram: true, summary: false },
-      // The plugin builds its summary even when disabled; no registers keeps it out of every registry, the global one included.
-      overrides: { histogram: { registers: [registry] }, summary: { registers: [] } },
-    },
+type Observe = (seconds: number) => void;
+
+/**
+ * One duration histogram per route pattern, method and status; its `_count` is the request count. Each
+ * combination's series is looked up once and kept: labelling a sample on every request (sorting and joining
+ * the label values) cost more than the rest of this hook. Routes, methods and statuses are finite, so is the map.
+ */
+function installRequestDurations(app: FastifyInstance, registry: Registry): void {
+  const durations = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'request duration in seconds',
+    labelNames: ['method', 'route', 'status_code'],
+    registers: [registry],
   });
+  const series = new Map<string, Observe>();
+
+  // Fastify times every request from its arrival; onResponse runs once the answer has gone, whoever sent it.
+  app.addHook('onResponse', (request, reply, done) => {
+    const { config, url } = request.routeOptions;
+    if (config.disableMetrics !== true && !UNCOUNTED_METHODS.has(request.method)) {
+      const route = url ?? UNMATCHED_ROUTE;
+      const key = `${request.method} ${reply.statusCode} ${route}`;
+      let observe = series.get(key);
+      if (observe === undefined) {
+        const child = durations.labels({ method: request.method, route, status_code: reply.statusCode });
+        series.set(key, (observe = (seconds) => child.observe(seconds)));
+      }
+      observe(reply.elapsedTime / 1000);
+    }
+    done();
+  });
+}
+
+/**
+ * Prometheus metrics at GET /metrics: request durations, Node's process metrics (event-loop delay included)
+ * and, on PostgreSQL, the pool. Each app has a registry of its own: prom-client's global one refuses a second
+ * app's metrics of the same name.
+ */
+export function installMetrics(app: FastifyInstance, database: DatabaseHandle): void {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  installRequestDurations(app, registry);
 
   if (database.poolStats() !== null) {
     for (const [name, help, stat] of POOL_GAUGES) {
