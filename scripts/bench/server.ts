@@ -28,7 +28,19 @@ export interface RunningServer {
 
 const logTail = (file: string) => readFileSync(file, 'utf8').split('\n').slice(-20).join('\n');
 
-/** `node dist/server.js`, what `npm start` runs once built, with production settings. */
+/**
+ * The node arguments of package.json's `start` script, so that the bench measures the server exactly as
+ * `npm start` runs it (its V8 flags included) without npm's own process in between. The script's paths are
+ * the project's; the server runs elsewhere.
+ */
+function startScriptArguments(): string[] {
+  const packageJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const [command, ...args] = packageJson.scripts.start.trim().split(/\s+/);
+  if (command !== 'node') throw new Error(`package.json's start script should run node; it is "${packageJson.scripts.start}"`);
+  return args.map((arg) => (arg.startsWith('-') ? arg : path.resolve(PROJECT_ROOT, arg)));
+}
+
+/** What `npm start` runs once built, with production settings. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const port = await freePort();
   const profiling = options.cpuProfile
@@ -36,7 +48,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     : [];
   mkdirSync(path.dirname(options.logFile), { recursive: true });
   const log = openSync(options.logFile, 'a');
-  const child = spawn(process.execPath, [...profiling, path.join(PROJECT_ROOT, 'dist', 'server.js')], {
+  const child = spawn(process.execPath, [...profiling, ...startScriptArguments()], {
     // A folder of its own: the server reads .env from its working directory, and a developer's .env must not
     // change what is measured.
     cwd: path.dirname(options.logFile),
