@@ -5,6 +5,7 @@ import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
+import { shareAnswer } from '../../shared-answers.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { toProfile } from '../profiles/queries.js';
@@ -233,16 +234,24 @@ async function loadCards(db: Executor, rows: CardRow[]): Promise<ArticleCard[]> 
 interface ArticlePage {
   cards: ArticleCard[];
   articlesCount: number;
+  /** The answer every anonymous reader gets. */
+  anonymous: ListAnswer;
 }
 
 interface ArticleDetail {
   card: ArticleCard;
   body: string;
+  anonymous: ArticleAnswer;
 }
 
 const PAGE_CACHE_ENTRIES = 2_000;
-const ARTICLE_CACHE_ENTRIES = 5_000;
-const VIEWER_FLAG_ENTRIES = 10_000;
+const VIEWER_LIST_ENTRIES = 1_000;
+/**
+ * Article caches are bounded by size, not count: a body runs up to 100,000 characters, and an answer is kept
+ * with its encoding beside it. About 64 MB of text for each of the two caches at most.
+ */
+const ARTICLE_CACHE_CHARACTERS = 32_000_000;
+const weighArticle = (answer: ArticleAnswer) => 1_000 + answer.article.body.length;
 
 /** Which of a page's articles (ids) one viewer favorited and which of its authors (ids) they follow. */
 interface ViewerFlags {
@@ -250,14 +259,31 @@ interface ViewerFlags {
   followed: Set<number>;
 }
 
+type ArticleView = ArticleCard['summary'] & { body: string };
+interface ListAnswer {
+  articles: ArticleCard['summary'][];
+  articlesCount: number;
+}
+interface ArticleAnswer {
+  article: ArticleView;
+}
+
 /**
- * Pages and articles as everyone sees them, per database, valid while `content_version` stands still: every
- * write that changes what they show moves it in the same transaction (see the write functions below and
- * profiles/users queries). A read costs one primary-key lookup when nothing was written meanwhile.
+ * Pages and articles, per database, valid while `content_version` stands still: every write that changes what
+ * they show moves it in the same transaction (see the write functions below and profiles/users queries). A read
+ * costs one primary-key lookup when nothing was written meanwhile. What anonymous readers get is kept with the
+ * page or article; a signed-in viewer's own answers (their favorited and following flags laid over the shared
+ * cards) are kept apart, since favorites and follows move the same version. Every kept answer is shared, so
+ * frozen (see shareAnswer).
  */
 const cachesByDatabase = new WeakMap<
   Executor,
-  { pages: VersionedCache<ArticlePage>; articles: VersionedCache<ArticleDetail | null>; viewerFlags: VersionedCache<ViewerFlags> }
+  {
+    pages: VersionedCache<ArticlePage>;
+    articles: VersionedCache<ArticleDetail | null>;
+    viewerLists: VersionedCache<ListAnswer>;
+    viewerArticles: VersionedCache<ArticleAnswer>;
+  }
 >();
 
 function cachesFor(db: Executor) {
@@ -265,9 +291,9 @@ function cachesFor(db: Executor) {
   if (caches === undefined) {
     caches = {
       pages: new VersionedCache(PAGE_CACHE_ENTRIES),
-      articles: new VersionedCache(ARTICLE_CACHE_ENTRIES),
-      // Favorites and follows move the same version, so a viewer's flags for a page are cached like the page.
-      viewerFlags: new VersionedCache(VIEWER_FLAG_ENTRIES),
+      articles: new VersionedCache<ArticleDetail | null>(ARTICLE_CACHE_CHARACTERS, (detail) => (detail === null ? 1 : weighArticle(detail.anonymous))),
+      viewerLists: new VersionedCache(VIEWER_LIST_ENTRIES),
+      viewerArticles: new VersionedCache<ArticleAnswer>(ARTICLE_CACHE_CHARACTERS, weighArticle),
     };
     cachesByDatabase.set(db, caches);
   }
@@ -295,13 +321,10 @@ async function loadViewerFlags(db: Executor, cards: ArticleCard[], viewerId: num
   };
 }
 
-/**
- * The viewer's own flags laid over shared cards. Cards are shared between requests, so they are copied, never
- * changed. `version` and `key` name the cards' version and cache entry; the flags are cached beside them.
- */
-async function forViewer(db: Executor, cards: ArticleCard[], viewerId: number | null, version: number, key: string) {
-  if (viewerId === null || cards.length === 0) return cards.map((card) => card.summary);
-  const flags = await cachesFor(db).viewerFlags.get(version, `${viewerId} ${key}`, () => loadViewerFlags(db, cards, viewerId));
+/** The viewer's own flags laid over shared cards. Cards are shared between requests, so they are copied, never changed. */
+async function forViewer(db: Executor, cards: ArticleCard[], viewerId: number) {
+  if (cards.length === 0) return [];
+  const flags = await loadViewerFlags(db, cards, viewerId);
   return cards.map(({ id, authorId, summary }) => ({
     ...summary,
     favorited: flags.favorited.has(id),
@@ -317,14 +340,18 @@ async function loadPage(db: Executor, filters: ArticleFilters, page: Page): Prom
       .execute(),
     totalMatching(db, filters),
   ]);
-  return { cards: await loadCards(db, rows), articlesCount };
+  const cards = await loadCards(db, rows);
+  return { cards, articlesCount, anonymous: shareAnswer({ articles: cards.map((card) => card.summary), articlesCount }) };
 }
 
 export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
   const version = await readCounter(db, 'content_version');
   const key = JSON.stringify([filters.tag || null, filters.author || null, filters.favorited || null, filters.followedBy ?? null, page.limit, page.offset]);
-  const { cards, articlesCount } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
-  return { articles: await forViewer(db, cards, viewerId, version, key), articlesCount };
+  const { cards, articlesCount, anonymous } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
+  if (viewerId === null) return anonymous;
+  return cachesFor(db).viewerLists.get(version, `${viewerId} ${key}`, async () =>
+    shareAnswer({ articles: await forViewer(db, cards, viewerId), articlesCount }),
+  );
 }
 
 async function loadArticle(db: Executor, where: { slug: string } | { id: number }): Promise<ArticleDetail | null> {
@@ -333,16 +360,20 @@ async function loadArticle(db: Executor, where: { slug: string } | { id: number 
   const row = await withCard(query).select('articles.body').executeTakeFirst();
   if (row === undefined) return null;
   const [card] = await loadCards(db, [row]);
-  return { card: card!, body: row.body };
+  return { card: card!, body: row.body, anonymous: shareAnswer({ article: { ...card!.summary, body: row.body } }) };
 }
 
-export async function getArticleView(db: Executor, where: { slug: string } | { id: number }, viewerId: number | null) {
+/** The `{ article }` answer as this viewer sees it; undefined when there is no such article. */
+export async function getArticleAnswer(db: Executor, where: { slug: string } | { id: number }, viewerId: number | null) {
   const version = await readCounter(db, 'content_version');
   const key = 'slug' in where ? `slug:${where.slug}` : `id:${where.id}`;
   const detail = await cachesFor(db).articles.get(version, key, () => loadArticle(db, where));
   if (detail === null) return undefined;
-  const [summary] = await forViewer(db, [detail.card], viewerId, version, key);
-  return { ...summary!, body: detail.body };
+  if (viewerId === null) return detail.anonymous;
+  return cachesFor(db).viewerArticles.get(version, `${viewerId} ${key}`, async () => {
+    const [summary] = await forViewer(db, [detail.card], viewerId);
+    return shareAnswer({ article: { ...summary!, body: detail.body } });
+  });
 }
 
 /** The few columns that decide existence and ownership, before any write. */

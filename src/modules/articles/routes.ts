@@ -3,11 +3,12 @@ import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
 import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
+import { sendAnswer } from '../../shared-answers.js';
 import {
   createArticle,
   deleteArticle,
   existingArticleRef,
-  getArticleView,
+  getArticleAnswer,
   listArticles,
   setFavorite,
   updateArticle,
@@ -25,9 +26,9 @@ import {
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
   const articleView = async (where: { slug: string } | { id: number }, viewer: number | null) => {
-    const article = await getArticleView(app.db, where, viewer);
-    if (article === undefined) throw notFound('article');
-    return { article };
+    const answer = await getArticleAnswer(app.db, where, viewer);
+    if (answer === undefined) throw notFound('article');
+    return answer;
   };
 
   /** Existence (404) before ownership (403), as the contract orders them. */
@@ -48,9 +49,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { tag, author, favorited, limit, offset } = request.query;
-      return listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
+      return sendAnswer(reply, await listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request)));
     },
   );
 
@@ -100,7 +101,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => articleView({ slug: request.params.slug }, viewerId(request)),
+    async (request, reply) => sendAnswer(reply, await articleView({ slug: request.params.slug }, viewerId(request))),
   );
 
   app.put(
