@@ -1,5 +1,5 @@
-import type { CompiledQuery } from 'kysely';
 import type { Executor } from './index.js';
+import { precompiled } from './precompiled.js';
 
 /**
  * `articles`: every article. `tag_usage_version`: moves whenever a tag's use count does.
@@ -17,18 +17,14 @@ export async function moveCounter(trx: Executor, name: CounterName, delta: numbe
     .execute();
 }
 
-const compiledReads = new WeakMap<Executor, Map<CounterName, CompiledQuery<{ value: number }>>>();
+const counterValue = precompiled((db) => db.selectFrom('counters').select('value').where('name', '=', 'articles'));
 
 /**
- * Read before every cached answer, so built and compiled once per database: the query builder costs more than
- * the primary-key lookup itself. A missing row would silently freeze every cache built on it, so it is an error.
+ * Read before every cached answer. A missing row would silently freeze every cache built on it, so it is an
+ * error.
  */
 export async function readCounter(db: Executor, name: CounterName): Promise<number> {
-  let reads = compiledReads.get(db);
-  if (reads === undefined) compiledReads.set(db, (reads = new Map()));
-  let read = reads.get(name);
-  if (read === undefined) reads.set(name, (read = db.selectFrom('counters').select('value').where('name', '=', name).compile()));
-  const [row] = (await db.executeQuery(read)).rows;
+  const [row] = await counterValue(db, [name]);
   if (row === undefined) throw new Error(`the counters table has no "${name}" row: is the database migrated?`);
   return Number(row.value);
 }

@@ -66,9 +66,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const me = signedIn(request).account.id;
-      return listArticles(app.db, { followedBy: me }, request.query, me);
+      return sendAnswer(reply, await listArticles(app.db, { followedBy: me }, request.query, me));
     },
   );
 

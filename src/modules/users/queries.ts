@@ -1,5 +1,6 @@
 import { moveCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
+import { precompiled } from '../../db/precompiled.js';
 import { inTransaction } from '../../db/transaction.js';
 
 /** Case-insensitive identity: usernames and emails compare by this key, stored beside the original. */
@@ -17,8 +18,12 @@ export interface Account {
   kept_session: string | null;
 }
 
-export function findAccountById(db: Executor, id: number): Promise<Account | undefined> {
-  return db.selectFrom('users').select(ACCOUNT_COLUMNS).where('id', '=', id).executeTakeFirst();
+const accountById = precompiled((db) => db.selectFrom('users').select(ACCOUNT_COLUMNS).where('id', '=', 0));
+
+/** Behind every signed-in request. */
+export async function findAccountById(db: Executor, id: number): Promise<Account | undefined> {
+  const [account] = await accountById(db, [id]);
+  return account;
 }
 
 export function findLoginByEmail(db: Executor, email: string) {
