@@ -101,6 +101,34 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
     expect(mine.author.username).toBe(username);
   });
 
+  it("comments added and deleted elsewhere, their author's new name and a follow show in the comment list", async () => {
+    const onPost = (await createArticle(writer(), author.token)).slug;
+    const url = `/api/articles/${onPost}/comments`;
+    let id = 0;
+    const added = await afterWrite(url, undefined, async () => {
+      const response = await call(writer(), 'POST', url, { token: fan.token, body: { comment: { body: 'first!' } } });
+      id = response.body.comment.id;
+      return response;
+    });
+    expect(added.before.comments).toEqual([]);
+    expect(added.after.comments).toMatchObject([{ id, body: 'first!', author: { username: fan.username, following: false } }]);
+
+    const followed = await afterWrite(url, author.token, () => call(writer(), 'POST', `/api/profiles/${fan.username}/follow`, { token: author.token }));
+    expect(followed.before.comments[0].author.following).toBe(false);
+    expect(followed.after.comments[0].author.following).toBe(true);
+
+    const bio = unique('commenter ');
+    const renamed = await afterWrite(url, undefined, () => call(writer(), 'PUT', '/api/user', { token: fan.token, body: { user: { bio } } }));
+    expect(renamed.after.comments[0].author.bio).toBe(bio);
+
+    const deleted = await afterWrite(url, undefined, () => call(writer(), 'DELETE', `${url}/${id}`, { token: fan.token }));
+    expect(deleted.after.comments).toEqual([]);
+
+    expect((await call(reader, 'GET', url)).status).toBe(200);
+    expect((await call(writer(), 'DELETE', `/api/articles/${onPost}`, { token: author.token })).status).toBe(204);
+    expect((await call(reader, 'GET', url)).status).toBe(404);
+  });
+
   it('an edit changes the article and its tags; a delete removes it', async () => {
     const edited = await afterWrite(`/api/articles/${slug}`, undefined, () =>
       call(writer(), 'PUT', `/api/articles/${slug}`, { token: author.token, body: { article: { description: 'changed', tagList: ['cache-b'] } } }),

@@ -3,8 +3,8 @@ import { precompiled } from './precompiled.js';
 
 /**
  * `articles`: every article. `tag_usage_version`: moves whenever a tag's use count does.
- * `content_version`: moves with every write that changes what an article list or article shows
- * (articles, their tags, favorites, follows, author profiles).
+ * `content_version`: moves with every write that changes what an article list, an article or its comments
+ * show (articles, their tags, favorites, comments, follows, author profiles).
  */
 export type CounterName = 'articles' | 'tag_usage_version' | 'content_version';
 

@@ -1,5 +1,6 @@
 import type { Compilable, CompiledQuery } from 'kysely';
 import type { Executor } from './index.js';
+import { perDatabase } from './per-database.js';
 
 /**
  * A query for the lookups behind every request, built and compiled once per database and then run with the
@@ -7,10 +8,9 @@ import type { Executor } from './index.js';
  * placeholder values in the parameters' places, in the order the parameters are then given.
  */
 export function precompiled<Row>(build: (db: Executor) => Compilable<Row>) {
-  const compiled = new WeakMap<Executor, CompiledQuery<Row>>();
+  const compiledFor = perDatabase((db): CompiledQuery<Row> => build(db).compile());
   return async (db: Executor, parameters: readonly unknown[]): Promise<Row[]> => {
-    let query = compiled.get(db);
-    if (query === undefined) compiled.set(db, (query = build(db).compile()));
+    const query = compiledFor(db);
     if (query.parameters.length !== parameters.length) {
       throw new Error(`a precompiled query takes ${query.parameters.length} parameters, not ${parameters.length}: ${query.sql}`);
     }

@@ -4,6 +4,7 @@ import { moveCounter, readCounter } from '../../db/counters.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
+import { perDatabase } from '../../db/per-database.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
 import { shareAnswer } from '../../shared-answers.js';
 import { notFound } from '../../errors.js';
@@ -276,29 +277,12 @@ interface ArticleAnswer {
  * cards) are kept apart, since favorites and follows move the same version. Every kept answer is shared, so
  * frozen (see shareAnswer).
  */
-const cachesByDatabase = new WeakMap<
-  Executor,
-  {
-    pages: VersionedCache<ArticlePage>;
-    articles: VersionedCache<ArticleDetail | null>;
-    viewerLists: VersionedCache<ListAnswer>;
-    viewerArticles: VersionedCache<ArticleAnswer>;
-  }
->();
-
-function cachesFor(db: Executor) {
-  let caches = cachesByDatabase.get(db);
-  if (caches === undefined) {
-    caches = {
-      pages: new VersionedCache(PAGE_CACHE_ENTRIES),
-      articles: new VersionedCache<ArticleDetail | null>(ARTICLE_CACHE_CHARACTERS, (detail) => (detail === null ? 1 : weighArticle(detail.anonymous))),
-      viewerLists: new VersionedCache(VIEWER_LIST_ENTRIES),
-      viewerArticles: new VersionedCache<ArticleAnswer>(ARTICLE_CACHE_CHARACTERS, weighArticle),
-    };
-    cachesByDatabase.set(db, caches);
-  }
-  return caches;
-}
+const cachesFor = perDatabase(() => ({
+  pages: new VersionedCache<ArticlePage>(PAGE_CACHE_ENTRIES),
+  articles: new VersionedCache<ArticleDetail | null>(ARTICLE_CACHE_CHARACTERS, (detail) => (detail === null ? 1 : weighArticle(detail.anonymous))),
+  viewerLists: new VersionedCache<ListAnswer>(VIEWER_LIST_ENTRIES),
+  viewerArticles: new VersionedCache<ArticleAnswer>(ARTICLE_CACHE_CHARACTERS, weighArticle),
+}));
 
 /** Which of these articles the viewer favorited and which of these authors they follow, in one query. */
 async function loadViewerFlags(db: Executor, cards: ArticleCard[], viewerId: number): Promise<ViewerFlags> {

@@ -3,10 +3,11 @@ import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
 import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
+import { sendAnswer } from '../../shared-answers.js';
 import { existingArticleRef } from '../articles/queries.js';
 import { SlugParams } from '../articles/schemas.js';
 import { toProfile } from '../profiles/queries.js';
-import { deleteComment, findComment, insertComment, listComments, toComment } from './queries.js';
+import { deleteComment, findComment, getCommentsAnswer, insertComment, toComment } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
 
 export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -21,9 +22,10 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: CommentListResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
-      const article = await existingArticleRef(app.db, request.params.slug);
-      return { comments: await listComments(app.db, article.id, viewerId(request)) };
+    async (request, reply) => {
+      const answer = await getCommentsAnswer(app.db, request.params.slug, viewerId(request));
+      if (answer === undefined) throw notFound('article');
+      return sendAnswer(reply, answer);
     },
   );
 

@@ -1,6 +1,8 @@
 import { readCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
+import { perDatabase } from '../../db/per-database.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
+import { shareAnswer } from '../../shared-answers.js';
 import { byCodePoint } from '../articles/queries.js';
 
 /** Tags on at least one article, by the use counter kept with the links; ties by name in code-point order. */
@@ -9,18 +11,13 @@ async function listTags(db: Executor): Promise<string[]> {
   return rows.sort((a, b) => b.article_count - a.article_count || byCodePoint(a.name, b.name)).map((row) => row.name);
 }
 
-const cachesByDatabase = new WeakMap<Executor, VersionedCache<string[]>>();
+const cacheFor = perDatabase(() => new VersionedCache<{ tags: string[] }>(1));
 
 /**
- * The tag list, re-read only when the tag-usage version has moved: every change of a tag's use count moves it
- * in the same transaction, so one primary-key read tells whether the list changed, also for changes made by
- * other processes. The returned list is shared: callers must not change it.
+ * The `{ tags }` answer, re-read only when the tag-usage version has moved: every change of a tag's use count
+ * moves it in the same transaction, so one primary-key read tells whether the list changed, also for changes
+ * made by other processes. The answer is shared (see shareAnswer).
  */
-export async function currentTags(db: Executor): Promise<string[]> {
-  let cache = cachesByDatabase.get(db);
-  if (cache === undefined) {
-    cache = new VersionedCache(1);
-    cachesByDatabase.set(db, cache);
-  }
-  return cache.get(await readCounter(db, 'tag_usage_version'), 'tags', () => listTags(db));
+export async function getTagsAnswer(db: Executor): Promise<{ tags: string[] }> {
+  return cacheFor(db).get(await readCounter(db, 'tag_usage_version'), 'tags', async () => shareAnswer({ tags: await listTags(db) }));
 }

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../schemas.js';
-import { currentTags } from './queries.js';
+import { sendAnswer } from '../../shared-answers.js';
+import { getTagsAnswer } from './queries.js';
 
 export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -15,6 +16,6 @@ export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ tags: Type.Array(Type.String()) }), ...errorResponses(401) },
       },
     },
-    async () => ({ tags: await currentTags(app.db) }),
+    async (_request, reply) => sendAnswer(reply, await getTagsAnswer(app.db)),
   );
 };
