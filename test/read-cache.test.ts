@@ -129,6 +129,25 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
     expect((await call(reader, 'GET', url)).status).toBe(404);
   });
 
+  it("a write's own answer shows the write, even right after the viewer's cached read of the same article", async () => {
+    const own = (await createArticle(writer(), author.token)).slug;
+    const url = `/api/articles/${own}`;
+    const readTwice = async () => {
+      await call(writer(), 'GET', url, { token: fan.token });
+      return (await call(writer(), 'GET', url, { token: fan.token })).body.article;
+    };
+    expect(await readTwice()).toMatchObject({ favorited: false, favoritesCount: 0 });
+    const favorited = await call(writer(), 'POST', `${url}/favorite`, { token: fan.token });
+    expect(favorited.body.article).toMatchObject({ favorited: true, favoritesCount: 1 });
+    expect(await readTwice()).toMatchObject({ favorited: true, favoritesCount: 1 });
+    const unfavorited = await call(writer(), 'DELETE', `${url}/favorite`, { token: fan.token });
+    expect(unfavorited.body.article).toMatchObject({ favorited: false, favoritesCount: 0 });
+
+    await call(writer(), 'GET', url, { token: author.token });
+    const edited = await call(writer(), 'PUT', url, { token: author.token, body: { article: { description: 'edited now' } } });
+    expect(edited.body.article.description).toBe('edited now');
+  });
+
   it('an edit changes the article and its tags; a delete removes it', async () => {
     const edited = await afterWrite(`/api/articles/${slug}`, undefined, () =>
       call(writer(), 'PUT', `/api/articles/${slug}`, { token: author.token, body: { article: { description: 'changed', tagList: ['cache-b'] } } }),
