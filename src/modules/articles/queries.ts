@@ -232,16 +232,15 @@ async function loadCards(db: Executor, rows: CardRow[]): Promise<ArticleCard[]> 
   return rows.map((row) => ({ id: row.id, authorId: row.author_id, summary: toSummary(row, tags.get(row.id) ?? []) }));
 }
 
+/** A page's cards, and the answer every anonymous reader gets (its total and items). */
 interface ArticlePage {
   cards: ArticleCard[];
-  articlesCount: number;
-  /** The answer every anonymous reader gets. */
   anonymous: ListAnswer;
 }
 
+/** An article's card, and the answer every anonymous reader gets (its body included). */
 interface ArticleDetail {
   card: ArticleCard;
-  body: string;
   anonymous: ArticleAnswer;
 }
 
@@ -325,17 +324,17 @@ async function loadPage(db: Executor, filters: ArticleFilters, page: Page): Prom
     totalMatching(db, filters),
   ]);
   const cards = await loadCards(db, rows);
-  return { cards, articlesCount, anonymous: shareAnswer({ articles: cards.map((card) => card.summary), articlesCount }) };
+  return { cards, anonymous: shareAnswer({ articles: cards.map((card) => card.summary), articlesCount }) };
 }
 
 /** `knownVersion`: `content_version` as this request already read it, before any write (see readOnlyVersion). */
 export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null, knownVersion?: number) {
   const version = knownVersion ?? (await readCounter(db, 'content_version'));
   const key = JSON.stringify([filters.tag || null, filters.author || null, filters.favorited || null, filters.followedBy ?? null, page.limit, page.offset]);
-  const { cards, articlesCount, anonymous } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
+  const { cards, anonymous } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
   if (viewerId === null) return anonymous;
   return cachesFor(db).viewerLists.get(version, `${viewerId} ${key}`, async () =>
-    shareAnswer({ articles: await forViewer(db, cards, viewerId), articlesCount }),
+    shareAnswer({ articles: await forViewer(db, cards, viewerId), articlesCount: anonymous.articlesCount }),
   );
 }
 
@@ -345,7 +344,7 @@ async function loadArticle(db: Executor, where: { slug: string } | { id: number 
   const row = await withCard(query).select('articles.body').executeTakeFirst();
   if (row === undefined) return null;
   const [card] = await loadCards(db, [row]);
-  return { card: card!, body: row.body, anonymous: shareAnswer({ article: { ...card!.summary, body: row.body } }) };
+  return { card: card!, anonymous: shareAnswer({ article: { ...card!.summary, body: row.body } }) };
 }
 
 /** The `{ article }` answer as this viewer sees it; undefined when there is no such article. `knownVersion` as for listArticles. */
@@ -362,7 +361,7 @@ export async function getArticleAnswer(
   if (viewerId === null) return detail.anonymous;
   return cachesFor(db).viewerArticles.get(version, `${viewerId} ${key}`, async () => {
     const [summary] = await forViewer(db, [detail.card], viewerId);
-    return shareAnswer({ article: { ...summary!, body: detail.body } });
+    return shareAnswer({ article: { ...summary!, body: detail.anonymous.article.body } });
   });
 }
 
