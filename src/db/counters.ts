@@ -25,9 +25,12 @@ const counterValue = precompiled((db) => db.selectFrom('counters').select('value
  */
 export async function readCounter(db: Executor, name: CounterName): Promise<number> {
   const [row] = await counterValue(db, [name]);
-  if (row === undefined) throw new Error(`the counters table has no "${name}" row: is the database migrated?`);
+  if (row === undefined) throw missingCounter(name);
   return Number(row.value);
 }
+
+/** The error for a counter row that is not there, wherever the counter is read (here or inside another query). */
+export const missingCounter = (name: CounterName) => new Error(`the counters table has no "${name}" row: is the database migrated?`);
 
 /**
  * Sets every counter from the rows themselves, for bulk writes that bypass the per-row bookkeeping (seeding,

@@ -1,4 +1,4 @@
-import { moveCounter } from '../../db/counters.js';
+import { missingCounter, moveCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
 import { precompiled } from '../../db/precompiled.js';
 import { inTransaction } from '../../db/transaction.js';
@@ -34,7 +34,7 @@ export async function findSignedInAccount(db: Executor, id: number): Promise<{ a
   const [row] = await accountAndContentVersion(db, ['content_version', id]);
   if (row === undefined) return undefined;
   const { content_version, ...account } = row;
-  if (content_version === null) throw new Error('the counters table has no "content_version" row: is the database migrated?');
+  if (content_version === null) throw missingCounter('content_version');
   return { account, contentVersion: Number(content_version) };
 }
 
