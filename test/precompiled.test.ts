@@ -45,6 +45,19 @@ for (const kind of DATABASES) {
       expect(await counterValue(handle.db, ['articles'])).toEqual([{ name: 'articles', value: 0 }]);
     });
 
+    it('never shows another request a transaction that is still open, on the database handle itself', async () => {
+      let readBeside: Promise<unknown> | undefined;
+      const rolledBack = handle.db.transaction().execute(async (trx) => {
+        await trx.updateTable('counters').set({ value: 77 }).where('name', '=', 'articles').execute();
+        readBeside = counterValue(handle.db, ['articles']);
+        // Long enough for a read that did not wait for the transaction to have answered.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        throw new Error('roll back');
+      });
+      await expect(rolledBack).rejects.toThrow(/^roll back$/);
+      expect(await readBeside).toEqual([{ name: 'articles', value: 0 }]);
+    });
+
     it('refuses parameters that do not match the placeholders', async () => {
       await expect(counterValue(handle.db, [])).rejects.toThrow(/takes 1 parameters, not 0/);
       await expect(counterValue(handle.db, ['a', 'b'])).rejects.toThrow(/takes 1 parameters, not 2/);

@@ -5,6 +5,7 @@ import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect,
 import pg from 'pg';
 import { setWithin } from '../bounded-map.js';
 import type { DatabaseConfig } from '../config.js';
+import { runPrecompiledDirectly } from './precompiled.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -85,9 +86,11 @@ function openSqlite(file: string): DatabaseHandle {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({
-    dialect: new ImmediateTransactionSqliteDialect({ database: withStatementCache(database) }),
-  });
+  const cachedStatements = withStatementCache(database);
+  const db = new Kysely<Database>({ dialect: new ImmediateTransactionSqliteDialect({ database: cachedStatements }) });
+  // SQLite has one connection. While a transaction is open on it, a direct read would see that transaction's
+  // uncommitted rows, so the read waits for Kysely's connection lock instead, as every other query does.
+  runPrecompiledDirectly(db, (query) => (database.inTransaction ? undefined : cachedStatements.prepare(query.sql).all(query.parameters)));
   return {
     db,
     dialect: 'sqlite',
@@ -119,6 +122,17 @@ function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>, log
   // Idle clients also reach the pool's own handler, which must exist; the client's listener has logged them already.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // Named, a statement is parsed and planned once per connection rather than on every run. Only the few
+  // precompiled lookups run this way, so the names stay few, and their plans fit any parameter (primary keys).
+  const statementNames = new Map<string, string>();
+  const statementName = (sql: string) => {
+    let name = statementNames.get(sql);
+    if (name === undefined) statementNames.set(sql, (name = `precompiled_${statementNames.size + 1}`));
+    return name;
+  };
+  runPrecompiledDirectly(db, (query) =>
+    pool.query({ name: statementName(query.sql), text: query.sql, values: [...query.parameters] }).then((result) => result.rows),
+  );
   return {
     db,
     dialect: 'postgres',
