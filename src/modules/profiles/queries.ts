@@ -1,6 +1,7 @@
 import type { ExpressionBuilder, SqlBool } from 'kysely';
 import { moveCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
+import { precompiled } from '../../db/precompiled.js';
 import { inTransaction } from '../../db/transaction.js';
 import type { Database } from '../../db/schema.js';
 import { identityKey } from '../users/queries.js';
@@ -33,12 +34,22 @@ export function toProfile(row: { username: string; bio: string | null; image: st
   return { username: row.username, bio: row.bio, image: row.image, following: Boolean(row.following) };
 }
 
-export function findProfile(db: Executor, username: string, viewerId: number | null): Promise<ProfileRow | undefined> {
-  return db
-    .selectFrom('users')
-    .select((eb) => ['users.id', 'users.username', 'users.bio', 'users.image', followedByViewer(eb, viewerId).as('following')])
-    .where('users.username_key', '=', identityKey(username))
-    .executeTakeFirst();
+const profileSeenBy = (viewer: number | null) =>
+  precompiled((db) =>
+    db
+      .selectFrom('users')
+      .select((eb) => ['users.id', 'users.username', 'users.bio', 'users.image', followedByViewer(eb, viewer).as('following')])
+      .where('users.username_key', '=', ''),
+  );
+const anonymousProfile = profileSeenBy(null);
+// The viewer's id is a placeholder here, the first parameter, before the username's key.
+const viewersProfile = profileSeenBy(0);
+
+/** Compiled once: a profile is one indexed lookup, cheaper than building its query each time. */
+export async function findProfile(db: Executor, username: string, viewerId: number | null): Promise<ProfileRow | undefined> {
+  const key = identityKey(username);
+  const [row] = viewerId === null ? await anonymousProfile(db, [key]) : await viewersProfile(db, [viewerId, key]);
+  return row;
 }
 
 /**
