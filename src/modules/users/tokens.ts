@@ -23,7 +23,8 @@ export interface TokenService {
 const VERIFIED_TOKENS = 10_000;
 
 export function createTokenService(secret: string, ttlSeconds: number): TokenService {
-  const key = new TextEncoder().encode(secret);
+  // Imported once: given raw bytes, jose imports the key again through Web Crypto for every token it signs or checks.
+  const key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   /**
    * A signature that verified once verifies forever under the same secret, so a token is checked with HMAC
    * once and then only for expiry; revocation is checked on every request against the user row (plugins/auth.ts).
@@ -31,14 +32,14 @@ export function createTokenService(secret: string, ttlSeconds: number): TokenSer
    */
   const verified = new Map<string, TokenClaims & { expiresAt: number }>();
   return {
-    issue(user) {
+    async issue(user) {
       return new SignJWT({ ver: user.token_version })
         .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
         .setSubject(String(user.id))
         .setJti(randomBytes(12).toString('base64url'))
         .setIssuedAt()
         .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds)
-        .sign(key);
+        .sign(await key);
     },
 
     async verify(token) {
@@ -51,7 +52,7 @@ export function createTokenService(secret: string, ttlSeconds: number): TokenSer
       let payload;
       try {
         // The algorithm is pinned: "none" and every asymmetric trick are refused before the signature check.
-        ({ payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM], requiredClaims: ['sub', 'exp', 'jti'] }));
+        ({ payload } = await jwtVerify(token, await key, { algorithms: [ALGORITHM], requiredClaims: ['sub', 'exp', 'jti'] }));
       } catch (error) {
         throw unauthorized(error instanceof errors.JWTExpired ? 'has expired' : 'is invalid');
       }
