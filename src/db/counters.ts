@@ -1,4 +1,6 @@
-import type { Executor } from './index.js';
+import { coalesced } from './coalesced.js';
+import { dialectOf, type Dialect, type Executor } from './index.js';
+import { perDatabase } from './per-database.js';
 import { precompiled } from './precompiled.js';
 
 /**
@@ -19,15 +21,35 @@ export async function moveCounter(trx: Executor, name: CounterName, delta: numbe
 
 const counterValue = precompiled((db) => db.selectFrom('counters').select('value').where('name', '=', 'articles'));
 
-/**
- * Read before every cached answer. A missing row would silently freeze every cache built on it, so it is an
- * error.
- */
-export async function readCounter(db: Executor, name: CounterName): Promise<number> {
+async function readCounterAlone(db: Executor, name: CounterName): Promise<number> {
   const [row] = await counterValue(db, [name]);
   if (row === undefined) throw missingCounter(name);
   return Number(row.value);
 }
+
+/**
+ * SQLite answers a read synchronously, so a read shared there waits for the event loop's next turn: by then every
+ * request the loop took in at once has joined it. PostgreSQL's round trip is the wait.
+ */
+const waitFor: Record<Dialect, (() => Promise<void>) | undefined> = {
+  sqlite: () => new Promise((resolve) => setImmediate(resolve)),
+  postgres: undefined,
+};
+
+const sharedReads = perDatabase((db) => {
+  const reads = new Map<CounterName, () => Promise<number>>();
+  return (name: CounterName) => {
+    let read = reads.get(name);
+    if (read === undefined) reads.set(name, (read = coalesced(() => readCounterAlone(db, name), waitFor[dialectOf(db)])));
+    return read;
+  };
+});
+
+/**
+ * Read before every cached answer, so concurrent requests share the lookup (see coalesced): on PostgreSQL each
+ * one is a round trip. A missing row would silently freeze every cache built on it, so it is an error.
+ */
+export const readCounter = (db: Executor, name: CounterName): Promise<number> => sharedReads(db)(name)();
 
 /** The error for a counter row that is not there, wherever the counter is read (here or inside another query). */
 export const missingCounter = (name: CounterName) => new Error(`the counters table has no "${name}" row: is the database migrated?`);
