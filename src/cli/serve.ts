@@ -4,7 +4,6 @@ import { buildApp, type BuildOptions } from '../app.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { HELPER_THREAD_NICE, lowerHelperThreadPriority } from './thread-priority.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 const RESTART_DELAY_MS = 250;
@@ -41,8 +40,6 @@ async function startServer(config: Config, options: BuildOptions = {}): Promise<
   for (const signal of SIGNALS) process.on(signal, () => shutdown(signal));
 
   app = await buildApp(config, options);
-  const lowered = lowerHelperThreadPriority();
-  if (lowered > 0) app.log.debug({ threads: lowered, nice: HELPER_THREAD_NICE }, 'helper threads run at the lowest CPU priority');
   await app.listen({ host: config.host, port: config.port });
 }
 
