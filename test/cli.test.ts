@@ -68,18 +68,19 @@ for (const kind of DATABASES) {
     it('migrate status, up and down move the schema one step at a time', async () => {
       const env = childEnv(scratch.url);
       const steps: [string[], RegExp][] = [
-        [['status'], /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\n$/],
-        [['up'], /^applied 0001_initial\napplied 0002_idempotency_keys\napplied 0003_list_counters\n$/],
+        [['status'], /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/],
+        [['up'], /^applied 0001_initial\napplied 0002_idempotency_keys\napplied 0003_list_counters\napplied 0004_account_version\n$/],
         [
           ['status'],
-          /^applied {2}0001_initial {2}\d{4}-\d\d-\d\dT[\d:.]+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\n$/,
+          /^applied {2}0001_initial {2}\d{4}-\d\d-\d\dT[\d:.]+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\napplied {2}0004_account_version {2}\S+Z\n$/,
         ],
         [['up'], /^nothing to apply: the database is up to date\n$/],
+        [['down'], /^reverted 0004_account_version\n$/],
+        [['status'], /^applied {2}0001_initial {2}\S+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\npending {2}0004_account_version\n$/],
         [['down'], /^reverted 0003_list_counters\n$/],
-        [['status'], /^applied {2}0001_initial {2}\S+Z\napplied {2}0002_idempotency_keys {2}\S+Z\npending {2}0003_list_counters\n$/],
         [['down'], /^reverted 0002_idempotency_keys\n$/],
         [['down'], /^reverted 0001_initial\n$/],
-        [['status'], /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\n$/],
+        [['status'], /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/],
         [['down'], /^nothing to revert: no migration is applied\n$/],
       ];
       for (const [args, expected] of steps) {

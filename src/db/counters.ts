@@ -6,9 +6,10 @@ import { precompiled } from './precompiled.js';
 /**
  * `articles`: every article. `tag_usage_version`: moves whenever a tag's use count does.
  * `content_version`: moves with every write that changes what an article list, an article or its comments
- * show (articles, their tags, favorites, comments, follows, author profiles).
+ * show (articles, their tags, favorites, comments, follows, author profiles). `account_version`: moves with
+ * every change to a user's account, by triggers (migration 0004).
  */
-export type CounterName = 'articles' | 'tag_usage_version' | 'content_version';
+export type CounterName = 'articles' | 'tag_usage_version' | 'content_version' | 'account_version';
 
 /** Moves a named total inside the caller's transaction, so it commits or rolls back with the rows it counts. */
 export async function moveCounter(trx: Executor, name: CounterName, delta: number): Promise<void> {
@@ -23,7 +24,7 @@ const counterValue = precompiled((db) => db.selectFrom('counters').select('value
 
 async function readCounterAlone(db: Executor, name: CounterName): Promise<number> {
   const [row] = await counterValue(db, [name]);
-  if (row === undefined) throw missingCounter(name);
+  if (row === undefined) throw new Error(`the counters table has no "${name}" row: is the database migrated?`);
   return Number(row.value);
 }
 
@@ -50,9 +51,6 @@ const sharedReads = perDatabase((db) => {
  * one is a round trip. A missing row would silently freeze every cache built on it, so it is an error.
  */
 export const readCounter = (db: Executor, name: CounterName): Promise<number> => sharedReads(db)(name)();
-
-/** The error for a counter row that is not there, wherever the counter is read (here or inside another query). */
-export const missingCounter = (name: CounterName) => new Error(`the counters table has no "${name}" row: is the database migrated?`);
 
 /**
  * Sets every counter from the rows themselves, for bulk writes that bypass the per-row bookkeeping (seeding,

@@ -3,6 +3,7 @@ import type { DatabaseHandle } from './index.js';
 import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
 import { listCounters } from './migrations/0003_list_counters.js';
+import { accountVersion } from './migrations/0004_account_version.js';
 
 /** Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. */
 export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
@@ -10,6 +11,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
     '0001_initial': initialSchema(dialect),
     '0002_idempotency_keys': idempotencyKeys,
     '0003_list_counters': listCounters,
+    '0004_account_version': accountVersion(dialect),
   };
   return new Migrator({
     db,

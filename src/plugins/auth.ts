@@ -41,7 +41,7 @@ export function installAuth(app: FastifyInstance): void {
     const token = SCHEME.exec(header)?.[1];
     if (token === undefined) throw unauthorized('is invalid');
     const claims = await app.tokens.verify(token);
-    // Deleted users and revoked sessions fail here; one primary-key read that the handlers reuse.
+    // Deleted users and revoked sessions fail here; the account is cached exactly (see findSignedInAccount).
     const found = await findSignedInAccount(app.db, claims.userId);
     const current = found && (found.account.token_version === claims.version || found.account.kept_session === claims.sessionId);
     if (!current) throw unauthorized('is invalid');
@@ -59,7 +59,7 @@ export const viewerId = (request: FastifyRequest): number | null => request.curr
 
 /**
  * For read-only routes: the content version already read with the signed-in user's account, so the cached read
- * needs no second round trip; undefined when anonymous (the read then fetches it). A route that writes must not
+ * needs no second read; undefined when anonymous (the read then fetches it). A route that writes must not
  * use it: it predates the write, and would serve what the write has just changed as it was before.
  */
 export const readOnlyVersion = (request: FastifyRequest): number | undefined => request.currentUser?.contentVersion;

@@ -1,7 +1,9 @@
-import { missingCounter, moveCounter } from '../../db/counters.js';
+import { moveCounter, readCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
+import { perDatabase } from '../../db/per-database.js';
 import { precompiled } from '../../db/precompiled.js';
 import { inTransaction } from '../../db/transaction.js';
+import { VersionedCache } from '../../db/versioned-cache.js';
 
 /** Case-insensitive identity: usernames and emails compare by this key, stored beside the original. */
 export const identityKey = (value: string) => value.normalize('NFC').toLowerCase();
@@ -18,24 +20,28 @@ export interface Account {
   kept_session: string | null;
 }
 
-const accountAndContentVersion = precompiled((db) =>
-  db
-    .selectFrom('users')
-    .select(ACCOUNT_COLUMNS)
-    .select((eb) => eb.selectFrom('counters').select('value').where('name', '=', 'content_version').as('content_version'))
-    .where('id', '=', 0),
-);
+const accountById = precompiled((db) => db.selectFrom('users').select(ACCOUNT_COLUMNS).where('id', '=', 0));
+
+/** Signed-in users remembered at once; each is a few hundred bytes. */
+const CACHED_ACCOUNTS = 10_000;
+
+/** `null` for an id with no user: that too stays true until `account_version` moves (a deletion moves it). */
+const accountCaches = perDatabase(() => new VersionedCache<Readonly<Account> | null>(CACHED_ACCOUNTS));
 
 /**
- * Behind every signed-in request: the account, and the content version read in the same statement, so that a
- * signed-in cached read costs one round trip, as an anonymous one does (see `readOnlyVersion` in plugins/auth).
+ * Behind every signed-in request: the account, valid while `account_version` stands still (triggers move it with
+ * every insert, delete and change of these columns, also made by hand in SQL), and the content version, both read
+ * before the route does anything (see `readOnlyVersion` in plugins/auth). The two versions are read as concurrent
+ * requests share them (see readCounter), so a burst of signed-in reads costs two lookups, not one per request.
  */
-export async function findSignedInAccount(db: Executor, id: number): Promise<{ account: Account; contentVersion: number } | undefined> {
-  const [row] = await accountAndContentVersion(db, ['content_version', id]);
-  if (row === undefined) return undefined;
-  const { content_version, ...account } = row;
-  if (content_version === null) throw missingCounter('content_version');
-  return { account, contentVersion: Number(content_version) };
+export async function findSignedInAccount(db: Executor, id: number): Promise<{ account: Readonly<Account>; contentVersion: number } | undefined> {
+  const [contentVersion, accountVersion] = await Promise.all([readCounter(db, 'content_version'), readCounter(db, 'account_version')]);
+  const account = await accountCaches(db).get(accountVersion, String(id), async () => {
+    const [row] = await accountById(db, [id]);
+    // Shared by every request of this user until the version moves.
+    return row === undefined ? null : Object.freeze(row);
+  });
+  return account === null ? undefined : { account, contentVersion };
 }
 
 export function findLoginByEmail(db: Executor, email: string) {
