@@ -392,7 +392,8 @@ export const normalizeTags = (names: string[]) => [...new Set(names.map((name) =
  * deadlock if each locked its tag rows in its own order, so all touched rows are locked at once in id order
  * first, and new names are inserted in name order. SQLite runs one writing transaction at a time and needs neither.
  * Lock order everywhere: tags, then counters, then users, and `content_version` last of all (a transaction
- * holding it takes no other lock, so waiting for it cannot close a cycle).
+ * holding it takes no other lock, so waiting for it cannot close a cycle). `account_version` is the one counter
+ * taken after users, by the triggers on them; no transaction holding it goes on to lock a user row.
  */
 async function changeTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'created_at'>, add: string[], removeIds: number[]) {
   let addIds: number[] = [];
