@@ -9,8 +9,6 @@ export interface CurrentUser {
   /** The token as the client sent it, handed back by GET /user. */
   token: string;
   sessionId: string;
-  /** `content_version` as read with the account, before the route did anything: see readOnlyVersion. */
-  contentVersion: number;
 }
 
 declare module 'fastify' {
@@ -42,10 +40,10 @@ export function installAuth(app: FastifyInstance): void {
     if (token === undefined) throw unauthorized('is invalid');
     const claims = await app.tokens.verify(token);
     // Deleted users and revoked sessions fail here; the account is cached exactly (see findSignedInAccount).
-    const found = await findSignedInAccount(app.db, claims.userId);
-    const current = found && (found.account.token_version === claims.version || found.account.kept_session === claims.sessionId);
+    const account = await findSignedInAccount(app.db, claims.userId);
+    const current = account && (account.token_version === claims.version || account.kept_session === claims.sessionId);
     if (!current) throw unauthorized('is invalid');
-    request.currentUser = { account: found.account, token, sessionId: claims.sessionId, contentVersion: found.contentVersion };
+    request.currentUser = { account, token, sessionId: claims.sessionId };
   });
 }
 
@@ -56,10 +54,3 @@ export function signedIn(request: FastifyRequest): CurrentUser {
 }
 
 export const viewerId = (request: FastifyRequest): number | null => request.currentUser?.account.id ?? null;
-
-/**
- * For read-only routes: the content version already read with the signed-in user's account, so the cached read
- * needs no second read; undefined when anonymous (the read then fetches it). A route that writes must not
- * use it: it predates the write, and would serve what the write has just changed as it was before.
- */
-export const readOnlyVersion = (request: FastifyRequest): number | undefined => request.currentUser?.contentVersion;

@@ -327,9 +327,8 @@ async function loadPage(db: Executor, filters: ArticleFilters, page: Page): Prom
   return { cards, anonymous: shareAnswer({ articles: cards.map((card) => card.summary), articlesCount }) };
 }
 
-/** `knownVersion`: `content_version` as this request already read it, before any write (see readOnlyVersion). */
-export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null, knownVersion?: number) {
-  const version = knownVersion ?? (await readCounter(db, 'content_version'));
+export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
+  const version = await readCounter(db, 'content_version');
   const key = JSON.stringify([filters.tag || null, filters.author || null, filters.favorited || null, filters.followedBy ?? null, page.limit, page.offset]);
   const { cards, anonymous } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
   if (viewerId === null) return anonymous;
@@ -347,14 +346,9 @@ async function loadArticle(db: Executor, where: { slug: string } | { id: number 
   return { card: card!, anonymous: shareAnswer({ article: { ...card!.summary, body: row.body } }) };
 }
 
-/** The `{ article }` answer as this viewer sees it; undefined when there is no such article. `knownVersion` as for listArticles. */
-export async function getArticleAnswer(
-  db: Executor,
-  where: { slug: string } | { id: number },
-  viewerId: number | null,
-  knownVersion?: number,
-) {
-  const version = knownVersion ?? (await readCounter(db, 'content_version'));
+/** The `{ article }` answer as this viewer sees it; undefined when there is no such article. */
+export async function getArticleAnswer(db: Executor, where: { slug: string } | { id: number }, viewerId: number | null) {
+  const version = await readCounter(db, 'content_version');
   const key = 'slug' in where ? `slug:${where.slug}` : `id:${where.id}`;
   const detail = await cachesFor(db).articles.get(version, key, () => loadArticle(db, where));
   if (detail === null) return undefined;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
-import { readOnlyVersion, signedIn, viewerId } from '../../plugins/auth.js';
+import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
 import { sendAnswer } from '../../shared-answers.js';
 import {
@@ -25,8 +25,8 @@ import {
 
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
-  const articleView = async (where: { slug: string } | { id: number }, viewer: number | null, knownVersion?: number) => {
-    const answer = await getArticleAnswer(app.db, where, viewer, knownVersion);
+  const articleView = async (where: { slug: string } | { id: number }, viewer: number | null) => {
+    const answer = await getArticleAnswer(app.db, where, viewer);
     if (answer === undefined) throw notFound('article');
     return answer;
   };
@@ -51,7 +51,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { tag, author, favorited, limit, offset } = request.query;
-      const answer = await listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request), readOnlyVersion(request));
+      const answer = await listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
       return sendAnswer(reply, answer);
     },
   );
@@ -69,7 +69,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      return sendAnswer(reply, await listArticles(app.db, { followedBy: me }, request.query, me, readOnlyVersion(request)));
+      return sendAnswer(reply, await listArticles(app.db, { followedBy: me }, request.query, me));
     },
   );
 
@@ -102,7 +102,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request, reply) => sendAnswer(reply, await articleView({ slug: request.params.slug }, viewerId(request), readOnlyVersion(request))),
+    async (request, reply) => sendAnswer(reply, await articleView({ slug: request.params.slug }, viewerId(request))),
   );
 
   app.put(

@@ -57,15 +57,10 @@ const cachesFor = perDatabase(() => ({
 
 /**
  * The `{ comments }` answer on the article with this slug as this viewer sees it; undefined when there is no such
- * article. `knownVersion` as for listArticles.
+ * article.
  */
-export async function getCommentsAnswer(
-  db: Executor,
-  slug: string,
-  viewerId: number | null,
-  knownVersion?: number,
-): Promise<CommentsAnswer | undefined> {
-  const version = knownVersion ?? (await readCounter(db, 'content_version'));
+export async function getCommentsAnswer(db: Executor, slug: string, viewerId: number | null): Promise<CommentsAnswer | undefined> {
+  const version = await readCounter(db, 'content_version');
   const caches = cachesFor(db);
   const articleId = await caches.articleIds.get(version, slug, async () => (await findArticleRef(db, slug))?.id ?? null);
   if (articleId === null) return undefined;

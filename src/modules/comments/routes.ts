@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
-import { readOnlyVersion, signedIn, viewerId } from '../../plugins/auth.js';
+import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
 import { sendAnswer } from '../../shared-answers.js';
 import { existingArticleRef } from '../articles/queries.js';
@@ -23,7 +23,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const answer = await getCommentsAnswer(app.db, request.params.slug, viewerId(request), readOnlyVersion(request));
+      const answer = await getCommentsAnswer(app.db, request.params.slug, viewerId(request));
       if (answer === undefined) throw notFound('article');
       return sendAnswer(reply, answer);
     },

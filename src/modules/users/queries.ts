@@ -30,18 +30,16 @@ const accountCaches = perDatabase(() => new VersionedCache<Readonly<Account> | n
 
 /**
  * Behind every signed-in request: the account, valid while `account_version` stands still (triggers move it with
- * every insert, delete and change of these columns, also made by hand in SQL), and the content version, both read
- * before the route does anything (see `readOnlyVersion` in plugins/auth). The two versions are read as concurrent
- * requests share them (see readCounter), so a burst of signed-in reads costs two lookups, not one per request.
+ * every insert, delete and change of these columns, also made by hand in SQL). The version is read as concurrent
+ * requests share it (see readCounter), so a burst of signed-in requests costs one lookup, not one per request.
  */
-export async function findSignedInAccount(db: Executor, id: number): Promise<{ account: Readonly<Account>; contentVersion: number } | undefined> {
-  const [contentVersion, accountVersion] = await Promise.all([readCounter(db, 'content_version'), readCounter(db, 'account_version')]);
-  const account = await accountCaches(db).get(accountVersion, String(id), async () => {
+export async function findSignedInAccount(db: Executor, id: number): Promise<Readonly<Account> | undefined> {
+  const account = await accountCaches(db).get(await readCounter(db, 'account_version'), String(id), async () => {
     const [row] = await accountById(db, [id]);
     // Shared by every request of this user until the version moves.
     return row === undefined ? null : Object.freeze(row);
   });
-  return account === null ? undefined : { account, contentVersion };
+  return account ?? undefined;
 }
 
 export function findLoginByEmail(db: Executor, email: string) {
