@@ -20,12 +20,13 @@ export async function moveCounter(trx: Executor, name: CounterName, delta: numbe
     .execute();
 }
 
-const counterValue = precompiled((db) => db.selectFrom('counters').select('value').where('name', '=', 'articles'));
+const everyCounter = precompiled((db) => db.selectFrom('counters').select(['name', 'value']));
 
-async function readCounterAlone(db: Executor, name: CounterName): Promise<number> {
-  const [row] = await counterValue(db, [name]);
-  if (row === undefined) throw new Error(`the counters table has no "${name}" row: is the database migrated?`);
-  return Number(row.value);
+type Counters = ReadonlyMap<string, number>;
+
+async function readCountersAlone(db: Executor): Promise<Counters> {
+  const rows = await everyCounter(db, []);
+  return new Map(rows.map((row) => [row.name, Number(row.value)]));
 }
 
 /**
@@ -37,20 +38,21 @@ const waitFor: Record<Dialect, (() => Promise<void>) | undefined> = {
   postgres: undefined,
 };
 
-const sharedReads = perDatabase((db) => {
-  const reads = new Map<CounterName, () => Promise<number>>();
-  return (name: CounterName) => {
-    let read = reads.get(name);
-    if (read === undefined) reads.set(name, (read = coalesced(() => readCounterAlone(db, name), waitFor[dialectOf(db)])));
-    return read;
-  };
-});
+/**
+ * One read of the whole (four-row) table serves every counter: a signed-in request wants two versions, and
+ * requests after different counters join the same lookup instead of queueing in separate streams.
+ */
+const sharedReads = perDatabase((db) => coalesced(() => readCountersAlone(db), waitFor[dialectOf(db)]));
 
 /**
  * Read before every cached answer, so concurrent requests share the lookup (see coalesced): on PostgreSQL each
  * one is a round trip. A missing row would silently freeze every cache built on it, so it is an error.
  */
-export const readCounter = (db: Executor, name: CounterName): Promise<number> => sharedReads(db)(name)();
+export async function readCounter(db: Executor, name: CounterName): Promise<number> {
+  const value = (await sharedReads(db)()).get(name);
+  if (value === undefined) throw new Error(`the counters table has no "${name}" row: is the database migrated?`);
+  return value;
+}
 
 /**
  * Sets every counter from the rows themselves, for bulk writes that bypass the per-row bookkeeping (seeding,
