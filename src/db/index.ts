@@ -65,14 +65,59 @@ function withStatementCache(database: BetterSqlite3.Database): BetterSqlite3.Dat
 }
 
 /**
+ * Turns at SQLite's one connection, first come first served. Kysely's own lock wakes every waiter at each
+ * release, and all but one go back to waiting: with the 50 requests a burst of writes queues, each commit cost
+ * 49 wake-ups and their garbage (a sixth of all memory allocated under a favorite load). Here a release wakes
+ * exactly the next waiter, so Kysely's lock behind it is never contended.
+ */
+class ConnectionTurns {
+  private held = false;
+  private readonly waiting: Array<() => void> = [];
+
+  async take(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the connection straight to the next waiter, so nobody can take it in between. */
+  pass(): void {
+    const next = this.waiting.shift();
+    if (next === undefined) this.held = false;
+    else next();
+  }
+}
+
+/**
  * SQLite's plain BEGIN takes the write lock only at the first write, so two processes that both read first
  * can deadlock and one fails with SQLITE_BUSY at once. BEGIN IMMEDIATE queues on the busy timeout instead.
  */
-class ImmediateTransactionSqliteDialect extends SqliteDialect {
+class SqliteDialectForServer extends SqliteDialect {
   override createDriver(): Driver {
     const driver = super.createDriver();
     driver.beginTransaction = async (connection) => {
       await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    const turns = new ConnectionTurns();
+    const acquire = driver.acquireConnection.bind(driver);
+    const release = driver.releaseConnection.bind(driver);
+    driver.acquireConnection = async () => {
+      await turns.take();
+      try {
+        return await acquire();
+      } catch (error) {
+        turns.pass();
+        throw error;
+      }
+    };
+    driver.releaseConnection = async (connection) => {
+      try {
+        await release(connection);
+      } finally {
+        turns.pass();
+      }
     };
     return driver;
   }
@@ -87,7 +132,7 @@ function openSqlite(file: string): DatabaseHandle {
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
   const cachedStatements = withStatementCache(database);
-  const db = new Kysely<Database>({ dialect: new ImmediateTransactionSqliteDialect({ database: cachedStatements }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialectForServer({ database: cachedStatements }) });
   // SQLite has one connection. While a transaction is open on it, a direct read would see that transaction's
   // uncommitted rows, so the read waits for Kysely's connection lock instead, as every other query does.
   runPrecompiledDirectly(db, (query) => (database.inTransaction ? undefined : cachedStatements.prepare(query.sql).all(query.parameters)));
