@@ -3,7 +3,7 @@ import type { Ceiling } from './ceiling.js';
 import { runLoad, send, type Answer, type LoadResult, type RequestSource, type RequestSpec } from './load.js';
 import type { ScenarioResult } from './report.js';
 import { SCENARIO_TITLES, type Scenario } from './scenarios.js';
-import { watchRss, type RunningServer } from './server.js';
+import { cpuSeconds, watchRss, type RunningServer } from './server.js';
 
 export interface MeasureSettings {
   connections: number;
@@ -39,9 +39,24 @@ const describeFailure = (answer: Answer) => ({
   body: answer.body.slice(0, 500),
 });
 
-async function warmThenMeasure(base: string, next: RequestSource, settings: MeasureSettings, duringMeasurement?: () => Promise<LoadResult>) {
+/**
+ * Warm-up, then the measured load, with `alongside` running beside it. Given the server's pid, also its CPU per
+ * request in microseconds over the measured seconds (every answered request counted, `alongside`'s too): the
+ * figure least moved by whatever else the machine runs.
+ */
+async function warmThenMeasure(
+  base: string,
+  next: RequestSource,
+  settings: MeasureSettings,
+  options: { pid?: number; alongside?: () => Promise<LoadResult> } = {},
+) {
   if (settings.warmupSeconds > 0) await runLoad(base, next, { connections: settings.connections, seconds: settings.warmupSeconds });
-  return Promise.all([runLoad(base, next, { connections: settings.connections, seconds: settings.seconds }), duringMeasurement?.()]);
+  const cpuBefore = options.pid === undefined ? null : cpuSeconds(options.pid);
+  const [measured, alongside] = await Promise.all([runLoad(base, next, { connections: settings.connections, seconds: settings.seconds }), options.alongside?.()]);
+  const cpuAfter = options.pid === undefined ? null : cpuSeconds(options.pid);
+  const requests = [measured, alongside].reduce((sum, load) => sum + (load === undefined ? 0 : load.requestsPerSecond * load.seconds), 0);
+  const cpuMicrosPerRequest = cpuBefore === null || cpuAfter === null || requests === 0 ? null : ((cpuAfter - cpuBefore) / requests) * 1e6;
+  return { measured, alongside, cpuMicrosPerRequest };
 }
 
 /**
@@ -55,18 +70,21 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
   const responseBytes = median(sized.map((answer) => answer.bytes));
 
   const rss = watchRss(server.pid);
-  const [measured, tagsAlongside] = await warmThenMeasure(
-    server.base,
-    scenario.next,
-    settings,
-    scenario.id === 'login'
-      ? () => runLoad(server.base, () => TAGS_REQUEST, { connections: ALONGSIDE_LOGIN_CONNECTIONS, seconds: settings.seconds, rate: ALONGSIDE_LOGIN_RATE })
-      : undefined,
-  );
+  const {
+    measured,
+    alongside: tagsAlongside,
+    cpuMicrosPerRequest,
+  } = await warmThenMeasure(server.base, scenario.next, settings, {
+    pid: server.pid,
+    ...(scenario.id === 'login' && {
+      alongside: () =>
+        runLoad(server.base, () => TAGS_REQUEST, { connections: ALONGSIDE_LOGIN_CONNECTIONS, seconds: settings.seconds, rate: ALONGSIDE_LOGIN_RATE }),
+    }),
+  });
   const rssMaxBytes = rss.stop();
 
   await ceiling.setBodySize(responseBytes);
-  const [bare] = await warmThenMeasure(ceiling.base, scenario.next, settings);
+  const { measured: bare } = await warmThenMeasure(ceiling.base, scenario.next, settings);
 
   let failure = sized.find((answer) => answer.status >= 300);
   for (let probe = 0; failure === undefined && measured.non2xx > 0 && probe < MAX_FAILURE_PROBES; probe++) {
@@ -82,6 +100,7 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
     ceiling: bare,
     ratio: measured.requestsPerSecond / bare.requestsPerSecond,
     rssMaxBytes,
+    cpuMicrosPerRequest,
     ...(failure && { failure: describeFailure(failure) }),
   };
   if (tagsAlongside !== undefined) {

@@ -20,6 +20,8 @@ export interface ScenarioResult {
   /** server req/s / ceiling req/s. */
   ratio: number;
   rssMaxBytes: number | null;
+  /** Server CPU (all its threads) per answered request over the measured seconds, in µs; `null` without /proc. */
+  cpuMicrosPerRequest: number | null;
   /** A non-2xx answer to one of the scenario's requests, sent on its own, to show what went wrong. */
   failure?: Pick<Answer, 'status' | 'body'> & { request: string };
   /** Only for `login`: how close it gets to bare argon2, and whether other requests stay fast meanwhile. */
@@ -97,10 +99,11 @@ export function formatRun(run: DatabaseRun): string {
     decimals(result.ceiling.requestsPerSecond, 0),
     decimals(result.ratio, 3),
     megabytes(result.rssMaxBytes),
+    result.cpuMicrosPerRequest === null ? '-' : decimals(result.cpuMicrosPerRequest, 0),
   ]);
   const lines = [
     `== ${run.database} / ${run.scale} (${seeded}) ==`,
-    table(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors (timeouts)', 'ceiling req/s', 'ratio', 'RSS MB'], rows),
+    table(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors (timeouts)', 'ceiling req/s', 'ratio', 'RSS MB', 'CPU µs/req'], rows),
   ];
   for (const result of run.scenarios) {
     if (result.login === undefined) continue;

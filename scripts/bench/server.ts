@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -109,6 +109,25 @@ function residentBytes(pid: number): number | null {
   try {
     const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The kernel's unit for process CPU times in /proc; `getconf` asks once, since Node cannot call sysconf. */
+let clockTicksPerSecond: number | undefined;
+
+/**
+ * CPU seconds a process has used so far (user and system, every thread: the event loop, the GC, the thread
+ * pool) from /proc; `null` where there is no /proc or the process is gone.
+ */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    // The command name (field 2) is in parentheses and may hold spaces; the fields after it are fixed.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    clockTicksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    return (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond;
   } catch {
     return null;
   }
