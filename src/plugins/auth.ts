@@ -24,13 +24,12 @@ const SCHEME = /^(?:Token|Bearer) +([^\s]+) *$/i;
 
 /**
  * Runs at onRequest, before the body is even read, so a missing or bad token is answered first (401 comes
- * before 422 in the contract). A token sent where auth is optional is checked just the same.
+ * before 422 in the contract). A token sent where auth is optional is checked just the same. Only routes that
+ * declare `auth` get the hook: the others (tags, probes) do not pay for it on every request.
  */
 export function installAuth(app: FastifyInstance): void {
   app.decorateRequest('currentUser', null);
-  app.addHook('onRequest', async (request) => {
-    const mode = request.routeOptions.config.auth;
-    if (mode === undefined) return;
+  const authenticate = (mode: AuthMode) => async (request: FastifyRequest) => {
     const header = request.headers.authorization;
     if (header === undefined || header.trim() === '') {
       if (mode === 'required') throw unauthorized('is missing');
@@ -44,6 +43,11 @@ export function installAuth(app: FastifyInstance): void {
     const current = account && (account.token_version === claims.version || account.kept_session === claims.sessionId);
     if (!current) throw unauthorized('is invalid');
     request.currentUser = { account, token, sessionId: claims.sessionId };
+  };
+  app.addHook('onRoute', (route) => {
+    const mode = route.config?.auth;
+    // Route hooks run after the app's own onRequest hooks (CORS, security headers, limits), as this one did.
+    if (mode !== undefined) route.onRequest = [...[route.onRequest ?? []].flat(), authenticate(mode)];
   });
 }
 

@@ -1,5 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { claimKey, completeKey, findKey, purgeExpiredKeys, releaseKey, type KeyClaim } from '../db/idempotency-keys.js';
 import { HttpError, unprocessable } from '../errors.js';
 
@@ -72,8 +72,7 @@ export function installIdempotency(app: FastifyInstance): void {
   app.decorateRequest('idempotencyClaim', null);
 
   // preHandler: the token (401) and the request's shape (422) are judged before a key is looked at or taken.
-  app.addHook('preHandler', async (request, reply) => {
-    if (request.method !== 'POST' || request.is404) return;
+  const claimOrReplay = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = keyOf(request);
     if (key === null) return;
     const entry: KeyClaim = { scope: scopeOf(request), key, requestHash: requestHash(request), claim: randomUUID() };
@@ -94,13 +93,13 @@ export function installIdempotency(app: FastifyInstance): void {
         .send(held.response);
     }
     throw inProgress();
-  });
+  };
 
   // The response as it goes out, error bodies included. 4xx answers are deterministic and replayed like successes;
   // after a 5xx the key is let go, so the client's retry runs the request again.
   // A client that disconnects does not release its key: the handler goes on to the end, and the retry must
   // get the recorded response rather than run the request a second time.
-  app.addHook('onSend', async (request, reply, payload) => {
+  const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const entry = request.idempotencyClaim;
     if (entry === null) return payload;
     try {
@@ -114,6 +113,13 @@ export function installIdempotency(app: FastifyInstance): void {
       request.log.error({ err: error }, 'could not record the idempotency key');
     }
     return payload;
+  };
+
+  // Only POST routes take keys (PUT and DELETE are idempotent already); the other routes skip both hooks.
+  app.addHook('onRoute', (route) => {
+    if (![route.method].flat().includes('POST')) return;
+    route.preHandler = [...[route.preHandler ?? []].flat(), claimOrReplay];
+    route.onSend = [...[route.onSend ?? []].flat(), record];
   });
 
   // Expired keys are never replayed (a stale key is claimed afresh); purging only reclaims their space.
