@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { hash, verify as verifyHash, type Options } from '@node-rs/argon2';
+import { FifoSlots } from '../../fifo-slots.js';
 
 /**
  * argon2id with OWASP's first recommended setting (19 MiB, 2 passes, 1 lane). Hashing runs on libuv's
@@ -18,25 +19,10 @@ export const ARGON2_OPTIONS: Options = {
  * but each holds its 19 MiB and a libuv thread: a burst of logins would take every thread from the rest of
  * the process and inflate memory by 19 MiB per waiting login. Waiting here costs neither.
  */
-const ARGON2_SLOTS = Math.max(1, availableParallelism());
-let busySlots = 0;
-const waiting: Array<() => void> = [];
+const argon2Slots = new FifoSlots(Math.max(1, availableParallelism()));
 
-async function inArgon2Slot<T>(work: () => Promise<T>): Promise<T> {
-  if (busySlots >= ARGON2_SLOTS) await new Promise<void>((resolve) => waiting.push(resolve));
-  else busySlots++;
-  try {
-    return await work();
-  } finally {
-    // The slot passes straight to the next waiter, so a newcomer cannot overtake the queue.
-    const next = waiting.shift();
-    if (next) next();
-    else busySlots--;
-  }
-}
-
-export const hashPassword = (password: string) => inArgon2Slot(() => hash(password, ARGON2_OPTIONS));
-const verify = (storedHash: string, password: string) => inArgon2Slot(() => verifyHash(storedHash, password));
+export const hashPassword = (password: string) => argon2Slots.run(() => hash(password, ARGON2_OPTIONS));
+const verify = (storedHash: string, password: string) => argon2Slots.run(() => verifyHash(storedHash, password));
 
 let decoyHash: Promise<string> | undefined;
 const decoy = () => (decoyHash ??= hashPassword(randomBytes(16).toString('hex')));
