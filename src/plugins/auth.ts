@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { unauthorized } from '../errors.js';
 import { findSignedInAccount, type Account } from '../modules/users/queries.js';
+import { withHookAfter } from './route-hooks.js';
 
 export type AuthMode = 'required' | 'optional';
 
@@ -47,7 +48,7 @@ export function installAuth(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const mode = route.config?.auth;
     // Route hooks run after the app's own onRequest hooks (CORS, security headers, limits), as this one did.
-    if (mode !== undefined) route.onRequest = [...[route.onRequest ?? []].flat(), authenticate(mode)];
+    if (mode !== undefined) route.onRequest = withHookAfter(route.onRequest, authenticate(mode));
   });
 }
 

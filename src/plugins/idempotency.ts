@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { claimKey, completeKey, findKey, purgeExpiredKeys, releaseKey, type KeyClaim } from '../db/idempotency-keys.js';
 import { HttpError, unprocessable } from '../errors.js';
+import { withHookAfter } from './route-hooks.js';
 
 const KEY_HEADER = 'idempotency-key';
 /** The name clients see in error bodies, as the header is spelled in the IETF draft. */
@@ -118,8 +119,8 @@ export function installIdempotency(app: FastifyInstance): void {
   // Only POST routes take keys (PUT and DELETE are idempotent already); the other routes skip both hooks.
   app.addHook('onRoute', (route) => {
     if (![route.method].flat().includes('POST')) return;
-    route.preHandler = [...[route.preHandler ?? []].flat(), claimOrReplay];
-    route.onSend = [...[route.onSend ?? []].flat(), record];
+    route.preHandler = withHookAfter(route.preHandler, claimOrReplay);
+    route.onSend = withHookAfter(route.onSend, record);
   });
 
   // Expired keys are never replayed (a stale key is claimed afresh); purging only reclaims their space.
