@@ -54,7 +54,7 @@ async function warmThenMeasure(
   const cpuBefore = options.pid === undefined ? null : cpuSeconds(options.pid);
   const [measured, alongside] = await Promise.all([runLoad(base, next, { connections: settings.connections, seconds: settings.seconds }), options.alongside?.()]);
   const cpuAfter = options.pid === undefined ? null : cpuSeconds(options.pid);
-  const requests = [measured, alongside].reduce((sum, load) => sum + (load === undefined ? 0 : load.requestsPerSecond * load.seconds), 0);
+  const requests = measured.requests + (alongside?.requests ?? 0);
   const cpuMicrosPerRequest = cpuBefore === null || cpuAfter === null || requests === 0 ? null : ((cpuAfter - cpuBefore) / requests) * 1e6;
   return { measured, alongside, cpuMicrosPerRequest };
 }
