@@ -1,4 +1,4 @@
-import { Type, type IntegerOptions, type StringOptions, type TSchema } from '@sinclair/typebox';
+import { Type, type TNumberOptions, type TSchema, type TStringOptions } from 'typebox';
 import { FINITE_KEYWORD, MESSAGE_KEYWORD } from './plugins/validation.js';
 
 /** A required string that may not be empty or only white space. */
@@ -6,17 +6,17 @@ export const RequiredText = (maxLength: number, description?: string) =>
   Type.String({ minLength: 1, maxLength, pattern: '\\S', [MESSAGE_KEYWORD]: "can't be blank", description });
 
 /** An integer in a query string or path: coerced from text, so it must also be finite (`?limit=Infinity` is refused). */
-export const UrlInteger = (options: IntegerOptions) => Type.Integer({ ...options, [FINITE_KEYWORD]: true });
+export const UrlInteger = (options: TNumberOptions) => Type.Integer({ ...options, [FINITE_KEYWORD]: true });
 
 /** Text in a query string or path, where `%00` decodes to a NUL character that PostgreSQL refuses in any query. */
-export const UrlText = (options: StringOptions) =>
+export const UrlText = (options: TStringOptions) =>
   Type.String({ ...options, pattern: '^[^\\u0000]*$', [MESSAGE_KEYWORD]: 'must not contain NUL characters' });
 
 /**
  * A string or null, as one `type: ["string", "null"]` rather than a union: a bad value then breaks one rule
  * with one readable message instead of one per branch.
  */
-export const NullableString = (options: StringOptions & Record<string, unknown> = {}) =>
+export const NullableString = (options: TStringOptions & Record<string, unknown> = {}) =>
   Type.Unsafe<string | null>({ ...Type.String(options), type: ['string', 'null'] });
 
 /** Wraps a payload in the single key the RealWorld API puts around it: `{"user": {...}}`. */

@@ -1,4 +1,4 @@
-import type { MigrationResult } from 'kysely';
+import type { MigrationResult } from 'kysely/migration';
 import type { DatabaseHandle } from '../db/index.js';
 import { createMigrator, migrateToLatest, unwrap } from '../db/migrate.js';
 

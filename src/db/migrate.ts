@@ -1,4 +1,4 @@
-import { Migrator, type Migration, type MigrationResult, type MigrationResultSet } from 'kysely';
+import { Migrator, type Migration, type MigrationResult, type MigrationResultSet } from 'kysely/migration';
 import type { DatabaseHandle } from './index.js';
 import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';

@@ -139,7 +139,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const article = await ownArticle(request.params.slug, signedIn(request).account.id);
       await deleteArticle(app.db, article);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 

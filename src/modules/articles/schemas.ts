@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 

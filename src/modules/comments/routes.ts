@@ -74,7 +74,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (comment === undefined) throw notFound('comment');
       if (comment.author_id !== me && article.author_id !== me) throw forbidden('comment');
       await deleteComment(app.db, comment.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 };

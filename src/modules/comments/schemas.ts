@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
 import { SlugParams } from '../articles/schemas.js';
 import { Profile } from '../profiles/schemas.js';

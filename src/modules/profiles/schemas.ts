@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { NullableString, UrlText, Wrapped } from '../../schemas.js';
 
 export const Profile = Type.Object({

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { errorResponses } from '../../schemas.js';
 import { sendAnswer } from '../../shared-answers.js';
 import { getTagsAnswer } from './queries.js';

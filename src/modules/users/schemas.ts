@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
 import { NullableString, RequiredText, Wrapped } from '../../schemas.js';
 
