@@ -5,6 +5,7 @@ import { buildApp, type BuildOptions } from '../app.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { DOCS_PATH } from '../plugins/openapi.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 const RESTART_DELAY_MS = 250;
@@ -22,6 +23,18 @@ const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
  * every full collection, so setting it here covers every way of starting the server; NODE_OPTIONS refuses it.
  */
 const HEAP_GROWING_PERCENT = 50;
+
+/**
+ * Fastify's line for each address it listens on, with where a browser finds the API and its docs. For 0.0.0.0 Fastify
+ * passes each interface's address, loopback included; for `::` only `[::]`, which a browser cannot connect to.
+ */
+export function listeningText(address: string): string {
+  const reachable = new URL(address);
+  const anyAddress = reachable.hostname === '[::]';
+  if (anyAddress) reachable.hostname = 'localhost';
+  const base = reachable.origin;
+  return `Conduit listening on ${anyAddress ? `${address} (${base})` : base} — API ${base}/api, docs ${base}${DOCS_PATH}`;
+}
 
 /** One server in this process: listens, and on SIGTERM/SIGINT finishes in-flight requests before exiting. */
 async function startServer(config: Config, options: BuildOptions = {}): Promise<void> {
@@ -51,7 +64,7 @@ async function startServer(config: Config, options: BuildOptions = {}): Promise<
 
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   app = await buildApp(config, options);
-  await app.listen({ host: config.host, port: config.port });
+  await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningText });
 }
 
 const say = (message: string) => console.error(`conduit[primary ${process.pid}]: ${message}`);
