@@ -36,31 +36,49 @@ export function listeningText(address: string): string {
   return `Conduit listening on ${anyAddress ? `${address} (${base})` : base} — API ${base}/api, docs ${base}${DOCS_PATH}`;
 }
 
-/** One server in this process: listens, and on SIGTERM/SIGINT finishes in-flight requests before exiting. */
+/**
+ * One server in this process: listens, and on SIGTERM/SIGINT, or an error nothing caught, stops taking connections,
+ * finishes in-flight requests, closes the database and exits (1 after an uncaught error).
+ */
 async function startServer(config: Config, options: BuildOptions = {}): Promise<void> {
   let app: FastifyInstance | undefined;
   let closing = false;
-  const shutdown = (signal: string) => {
+  let crashed = false;
+  const drainAndExit = (server: FastifyInstance) => {
     if (closing) return;
     closing = true;
-    // Stopped while starting (a rolling restart, a supervisor giving up): nothing can be in flight yet.
-    const server = app;
-    if (server === undefined) process.exit(0);
-    server.log.info({ signal }, 'shutting down: finishing in-flight requests');
     const timer = setTimeout(() => {
       server.log.error('shutdown took too long; exiting');
       process.exit(1);
     }, SHUTDOWN_GRACE_MS);
     timer.unref();
     server.close().then(
-      () => process.exit(0),
+      () => process.exit(crashed ? 1 : 0),
       (error: unknown) => {
         server.log.error({ err: error }, 'error while shutting down');
         process.exit(1);
       },
     );
   };
-  for (const signal of SIGNALS) process.on(signal, () => shutdown(signal));
+  for (const signal of SIGNALS) {
+    process.on(signal, () => {
+      // Stopped while starting (a rolling restart, a supervisor giving up): nothing can be in flight yet.
+      if (app === undefined) process.exit(0);
+      if (!closing) app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      drainAndExit(app);
+    });
+  }
+  // An unhandled rejection arrives here too (origin "unhandledRejection"), as Node raises it by default. Whatever
+  // threw may have left shared state broken, so the process goes; the requests already running may still finish.
+  process.on('uncaughtException', (error, origin) => {
+    crashed = true;
+    if (app === undefined) {
+      console.error(`conduit: ${origin} while starting:`, error);
+      process.exit(1);
+    }
+    app.log.fatal({ err: error, origin }, `${origin} outside any request; shutting down: finishing in-flight requests`);
+    drainAndExit(app);
+  });
 
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   app = await buildApp(config, options);
