@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle, type Executor } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
+import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { commentsRoutes } from './modules/comments/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
@@ -100,6 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // Before the routes, which it documents as they are added.
   await installOpenApi(app);
+  await app.register(apiIndexRoutes);
   await app.register(
     async (api) => {
       await api.register(usersRoutes);

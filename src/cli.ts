@@ -45,7 +45,8 @@ function program(): Command {
       'after',
       `
 With more than one worker, a primary process migrates once, then forks the workers and supervises them.
-SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, and exits 0.${ENVIRONMENT_HELP}`,
+SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, and exits 0; an error that
+nothing caught is logged at fatal and does the same, then exits 1.${ENVIRONMENT_HELP}`,
     )
     .action((options: { workers?: number }) => {
       const config = loadConfig();

@@ -109,7 +109,7 @@ describe('WORKERS=2: one port, two worker processes', () => {
       running
         .output()
         .split('\n')
-        .filter((line) => line.includes('Server listening'))
+        .filter((line) => line.includes('Conduit listening on'))
         .map((line) => JSON.parse(line).pid);
     await vi.waitFor(() => expect(new Set(listeningPids()).size).toBe(2), { timeout: 20_000, interval: 100 });
     expect(running.output()).toMatch(/conduit\[primary \d+\]: started 2 workers/);

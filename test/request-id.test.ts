@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { loggerOptions } from '../src/plugins/logging.js';
+import { isInstalled, loggerOptions } from '../src/plugins/logging.js';
 import { createScratchDatabase, testConfig, type ScratchDatabase } from './support/app.js';
 import { call, unique } from './support/client.js';
 
@@ -132,5 +132,10 @@ describe('log format', () => {
     expect(loggerOptions(config('development'), { write: () => {} })).not.toHaveProperty('transport');
     process.stdout.isTTY = false;
     expect(loggerOptions(config('development'))).not.toHaveProperty('transport');
+  });
+
+  it('knows whether a package such as pino-pretty can be loaded, so that a production install falls back to JSON', () => {
+    expect(isInstalled('pino-pretty')).toBe(true);
+    expect(isInstalled(`no-such-package-${process.pid}`)).toBe(false);
   });
 });

@@ -5,6 +5,7 @@ import { buildApp, type BuildOptions } from '../app.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { DOCS_PATH } from '../plugins/openapi.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 const RESTART_DELAY_MS = 250;
@@ -23,35 +24,65 @@ const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
  */
 const HEAP_GROWING_PERCENT = 50;
 
-/** One server in this process: listens, and on SIGTERM/SIGINT finishes in-flight requests before exiting. */
+/**
+ * Fastify's line for each address it listens on, with where a browser finds the API and its docs. For 0.0.0.0 Fastify
+ * passes each interface's address, loopback included; for `::` only `[::]`, which a browser cannot connect to.
+ */
+export function listeningText(address: string): string {
+  const reachable = new URL(address);
+  const anyAddress = reachable.hostname === '[::]';
+  if (anyAddress) reachable.hostname = 'localhost';
+  const base = reachable.origin;
+  return `Conduit listening on ${anyAddress ? `${address} (${base})` : base} — API ${base}/api, docs ${base}${DOCS_PATH}`;
+}
+
+/**
+ * One server in this process: listens, and on SIGTERM/SIGINT, or an error nothing caught, stops taking connections,
+ * finishes in-flight requests, closes the database and exits (1 after an uncaught error).
+ */
 async function startServer(config: Config, options: BuildOptions = {}): Promise<void> {
   let app: FastifyInstance | undefined;
   let closing = false;
-  const shutdown = (signal: string) => {
+  let crashed = false;
+  const drainAndExit = (server: FastifyInstance) => {
     if (closing) return;
     closing = true;
-    // Stopped while starting (a rolling restart, a supervisor giving up): nothing can be in flight yet.
-    const server = app;
-    if (server === undefined) process.exit(0);
-    server.log.info({ signal }, 'shutting down: finishing in-flight requests');
     const timer = setTimeout(() => {
       server.log.error('shutdown took too long; exiting');
       process.exit(1);
     }, SHUTDOWN_GRACE_MS);
     timer.unref();
     server.close().then(
-      () => process.exit(0),
+      () => process.exit(crashed ? 1 : 0),
       (error: unknown) => {
         server.log.error({ err: error }, 'error while shutting down');
         process.exit(1);
       },
     );
   };
-  for (const signal of SIGNALS) process.on(signal, () => shutdown(signal));
+  for (const signal of SIGNALS) {
+    process.on(signal, () => {
+      // Stopped while starting (a rolling restart, a supervisor giving up): nothing can be in flight yet.
+      if (app === undefined) process.exit(0);
+      if (!closing) app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      drainAndExit(app);
+    });
+  }
+  // An unhandled rejection arrives here too (origin "unhandledRejection"), as Node raises it by default. Whatever
+  // threw may have left shared state broken, so the process goes; the requests already running may still finish.
+  process.on('uncaughtException', (error, origin) => {
+    crashed = true;
+    if (app === undefined) {
+      console.error(`conduit: ${origin} while starting:`, error);
+      process.exit(1);
+    }
+    app.log.fatal({ err: error, origin }, `${origin} outside any request; shutting down: finishing in-flight requests`);
+    drainAndExit(app);
+  });
 
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   app = await buildApp(config, options);
-  await app.listen({ host: config.host, port: config.port });
+  await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningText });
 }
 
 const say = (message: string) => console.error(`conduit[primary ${process.pid}]: ${message}`);

@@ -6,6 +6,9 @@ import { machineRouteLogLevel } from './logging.js';
 /** Ample for a `select 1` that waits for a busy pool's next free client; short enough to answer before the next probe. */
 export const READINESS_TIMEOUT_MS = 2000;
 
+export const LIVENESS_PATH = '/health/live';
+export const READINESS_PATH = '/health/ready';
+
 function withTimeout(work: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -26,9 +29,9 @@ export function installHealthRoutes(app: FastifyInstance, database: DatabaseHand
   // when they fail.
   const probeRoute = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true, exemptFromLimits: true } };
 
-  app.get('/health/live', probeRoute, async () => ({ status: 'ok' }));
+  app.get(LIVENESS_PATH, probeRoute, async () => ({ status: 'ok' }));
 
-  app.get('/health/ready', probeRoute, async (request, reply) => {
+  app.get(READINESS_PATH, probeRoute, async (request, reply) => {
     const attempt = (pending ??= database.ping());
     try {
       await withTimeout(attempt, READINESS_TIMEOUT_MS);

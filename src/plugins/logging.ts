@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type LogLevel } from 'fastify';
 import type { Config } from '../config.js';
 
@@ -59,12 +60,25 @@ const AT_MOST_WARN: LogLevel[] = ['warn', 'error', 'fatal', 'silent'];
  */
 export const machineRouteLogLevel = (appLevel: string): LogLevel => AT_MOST_WARN.find((level) => level === appLevel) ?? 'warn';
 
+const require = createRequire(import.meta.url);
+
+/** Whether a package can be loaded from here: dev dependencies are absent after `npm install --omit=dev`. */
+export function isInstalled(name: string): boolean {
+  try {
+    require.resolve(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * JSON lines for log collectors; colours and aligned fields only for a developer watching a terminal.
+ * JSON lines for log collectors; colours and aligned fields only for a developer watching a terminal, and only
+ * where pino-pretty (a dev dependency) is installed: pino would otherwise fail to start its transport.
  * `stream` replaces stdout (tests read the lines back).
  */
 export function loggerOptions(config: Config, stream?: LogDestination): FastifyServerOptions['logger'] {
-  const pretty = stream === undefined && config.env === 'development' && process.stdout.isTTY === true;
+  const pretty = stream === undefined && config.env === 'development' && process.stdout.isTTY === true && isInstalled('pino-pretty');
   return {
     level: config.logLevel,
     // Fastify's request serializer logs neither headers nor bodies; this guards any log call that passes them.

@@ -1,17 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import { packageInfo } from '../package-info.js';
 import type { AuthMode } from './auth.js';
 
-const OPENAPI_PATH = '/api/openapi.json';
-const DOCS_PATH = '/docs';
-
-// Two levels up from both src/plugins and dist/plugins.
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-  version: string;
-};
+export const OPENAPI_PATH = '/api/openapi.json';
+export const DOCS_PATH = '/docs';
 
 /**
  * The page runs only the scripts and styles served with it and talks only to this server. It replaces the policy
@@ -58,7 +53,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       openapi: '3.1.0',
       info: {
         title: 'Conduit API',
-        version,
+        version: packageInfo.version,
         description:
           'The RealWorld ("Conduit") API, spec 2.0.0. Errors are `{"errors": {"field": ["message"]}}`. ' +
           'Sign in with POST /users/login, then **Authorize** with `Token <token>`.',
@@ -73,6 +68,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'favorites', description: 'Favoriting articles' },
         { name: 'comments', description: 'Comments on articles' },
         { name: 'tags', description: 'Tags in use' },
+        { name: 'index', description: 'Where this reference, the OpenAPI document and the health probes are' },
       ],
       components: {
         securitySchemes: {

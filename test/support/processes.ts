@@ -65,7 +65,8 @@ export interface RunningServer {
 export async function startServer(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunningServer> {
   const port = await freePort();
   const child = spawn(process.execPath, [script, ...args], {
-    env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
+    // Loopback unless a test chooses another HOST; `base` reaches either way.
+    env: { HOST: '127.0.0.1', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
