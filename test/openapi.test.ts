@@ -108,6 +108,11 @@ function compareWithSpec(spec: Node, doc: Node): string[] {
         continue;
       }
 
+      // Clients generated from the spec name their methods after these; ours keep those names.
+      if (ours.operationId !== theirs.operationId) {
+        problems.push(`${where}: operationId ${ours.operationId} instead of ${theirs.operationId}`);
+      }
+
       const specParameters = sorted(parameterKeys(theirs, spec));
       const myParameters = sorted(parameterKeys(ours, doc));
       if (!same(specParameters, myParameters)) {
@@ -142,7 +147,9 @@ function compareWithSpec(spec: Node, doc: Node): string[] {
       if (theirs.security !== undefined && mySecurity !== JSON.stringify(theirs.security)) {
         problems.push(`${where}: security ${mySecurity} instead of ${JSON.stringify(theirs.security)}`);
       }
-      if (theirs.security === undefined && ours.security !== undefined && !mySecurity.includes('{}')) {
+      // `[]` is OpenAPI's explicit "no token"; otherwise an empty requirement `{}` must be among the alternatives.
+      const tokenMandatory = (ours.security ?? []).length > 0 && !mySecurity.includes('{}');
+      if (theirs.security === undefined && tokenMandatory) {
         problems.push(`${where}: security ${mySecurity} makes a token mandatory`);
       }
     }
@@ -294,6 +301,12 @@ describe('OpenAPI document', () => {
     ]);
     expect(mutate((copy) => delete copy.paths['/user'].put.security)).toEqual([
       'PUT /user: security [] instead of [{"Token":[]}]',
+    ]);
+    expect(mutate((copy) => (copy.paths['/users'].post.security = [{ Token: [] }]))).toEqual([
+      'POST /users: security [{"Token":[]}] makes a token mandatory',
+    ]);
+    expect(mutate((copy) => (copy.paths['/tags'].get.operationId = 'ListTags'))).toEqual([
+      'GET /tags: operationId ListTags instead of GetTags',
     ]);
     expect(
       mutate((copy) => {

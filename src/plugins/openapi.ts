@@ -11,8 +11,9 @@ const OPENAPI_PATH = '/api/openapi.json';
 const DOCS_PATH = '/docs';
 
 // Two levels up from both src/plugins and dist/plugins.
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+const { version, license } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
+  license: string;
 };
 
 /**
@@ -30,6 +31,8 @@ const DOCS_CSP = {
   'frame-ancestors': "'none'",
 };
 
+/** Routes without `config.auth` (registration, login) take no token; an empty list says so explicitly. */
+const PUBLIC: Record<string, string[]>[] = [];
 const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
   required: [{ Token: [] }],
   // The empty requirement is how OpenAPI says "or no token at all".
@@ -83,6 +86,8 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       info: {
         title: 'Conduit API',
         version,
+        // package.json's license is an SPDX expression, which is what `identifier` takes.
+        license: { name: license, identifier: license },
         description:
           'The RealWorld ("Conduit") API, spec 2.0.0. Errors are `{"errors": {"field": ["message"]}}`. ' +
           'Sign in with POST /users/login, then **Authorize** with `Token <token>`.',
@@ -117,7 +122,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         url,
         schema: {
           ...schema,
-          ...(auth !== undefined && { security: SECURITY[auth] }),
+          security: auth === undefined ? PUBLIC : SECURITY[auth],
           response: describeResponses(response),
         },
       };
