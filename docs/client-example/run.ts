@@ -10,7 +10,9 @@ import { tour } from './conduit.js';
 
 /** The tour's checks: the calls went through and their answers fit together. */
 async function check(baseUrl: string) {
-  const seen = await tour(baseUrl, `${Date.now().toString(36)}`);
+  const seen = await tour(baseUrl, Date.now().toString(36));
+  assert.equal(seen.me.username, seen.comment.author.username);
+  assert.equal(seen.profile.username, seen.fetched.author.username);
   assert.equal(seen.updated.bio, 'Reads everything');
   assert.equal(seen.followed.following, true);
   assert.equal(seen.unfollowed.following, false);
