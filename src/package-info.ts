@@ -4,4 +4,5 @@ import { readFileSync } from 'node:fs';
 export const packageInfo = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   name: string;
   version: string;
+  license: string;
 };

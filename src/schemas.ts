@@ -8,6 +8,17 @@ export const RequiredText = (maxLength: number, description?: string) =>
 /** An integer in a query string or path: coerced from text, so it must also be finite (`?limit=Infinity` is refused). */
 export const UrlInteger = (options: TNumberOptions) => Type.Integer({ ...options, [FINITE_KEYWORD]: true });
 
+/**
+ * A query parameter that clients may leave out because validation fills in its `default` (Ajv's `useDefaults`).
+ * Optional in the schema, so the OpenAPI document and the clients generated from it do not demand it; still
+ * typed as present, because by the time a handler reads the query it always is.
+ */
+export function Defaulted<T extends TSchema>(schema: T): T {
+  // Without a default the handler would get undefined where its type promises a value.
+  if (!('default' in schema)) throw new Error('Defaulted needs a schema with a default');
+  return Type.Optional(schema);
+}
+
 /** Text in a query string or path, where `%00` decodes to a NUL character that PostgreSQL refuses in any query. */
 export const UrlText = (options: TStringOptions) =>
   Type.String({ ...options, pattern: '^[^\\u0000]*$', [MESSAGE_KEYWORD]: 'must not contain NUL characters' });

@@ -108,6 +108,11 @@ function compareWithSpec(spec: Node, doc: Node): string[] {
         continue;
       }
 
+      // Clients generated from the spec name their methods after these; ours keep those names.
+      if (ours.operationId !== theirs.operationId) {
+        problems.push(`${where}: operationId ${ours.operationId} instead of ${theirs.operationId}`);
+      }
+
       const specParameters = sorted(parameterKeys(theirs, spec));
       const myParameters = sorted(parameterKeys(ours, doc));
       if (!same(specParameters, myParameters)) {
@@ -142,13 +147,58 @@ function compareWithSpec(spec: Node, doc: Node): string[] {
       if (theirs.security !== undefined && mySecurity !== JSON.stringify(theirs.security)) {
         problems.push(`${where}: security ${mySecurity} instead of ${JSON.stringify(theirs.security)}`);
       }
-      if (theirs.security === undefined && ours.security !== undefined && !mySecurity.includes('{}')) {
+      // `[]` is OpenAPI's explicit "no token"; otherwise an empty requirement `{}` must be among the alternatives.
+      const tokenMandatory = (ours.security ?? []).length > 0 && !mySecurity.includes('{}');
+      if (theirs.security === undefined && tokenMandatory) {
         problems.push(`${where}: security ${mySecurity} makes a token mandatory`);
       }
     }
   }
   return problems;
 }
+
+/**
+ * The error statuses each operation can answer with. Every route meets 400 (an undecodable URL), 429, 500 and 503;
+ * token checks add 401, bodies 413 and 415 (and 400 and 422 for what the parser refuses), idempotency keys on POST
+ * 409 and 422, and a failed schema 422. The rest are the route's own.
+ */
+const ANY = [400, 429, 500, 503];
+const WITH_BODY = [...ANY, 413, 415, 422];
+const ERROR_STATUSES: Record<string, number[]> = {
+  'POST /users': [...WITH_BODY, 409],
+  'POST /users/login': [...WITH_BODY, 401, 409],
+  'GET /user': [...ANY, 401],
+  'PUT /user': [...WITH_BODY, 401, 409],
+  'GET /profiles/{username}': [...ANY, 401, 404, 422],
+  'POST /profiles/{username}/follow': [...WITH_BODY, 401, 404, 409],
+  'DELETE /profiles/{username}/follow': [...WITH_BODY, 401, 404],
+  'GET /articles': [...ANY, 401, 422],
+  'POST /articles': [...WITH_BODY, 401, 409],
+  'GET /articles/feed': [...ANY, 401, 422],
+  'GET /articles/{slug}': [...ANY, 401, 404, 422],
+  'PUT /articles/{slug}': [...WITH_BODY, 401, 403, 404],
+  'DELETE /articles/{slug}': [...WITH_BODY, 401, 403, 404],
+  'POST /articles/{slug}/favorite': [...WITH_BODY, 401, 404, 409],
+  'DELETE /articles/{slug}/favorite': [...WITH_BODY, 401, 404],
+  'GET /articles/{slug}/comments': [...ANY, 401, 404, 422],
+  'POST /articles/{slug}/comments': [...WITH_BODY, 401, 404, 409],
+  'DELETE /articles/{slug}/comments/{id}': [...WITH_BODY, 401, 403, 404],
+  'GET /tags': [...ANY, 401],
+  'GET /': ANY,
+};
+
+/** The contract's error body, `{"errors": {"field": ["message", ...]}}`, written out independently of src/schemas.ts. */
+const ERROR_BODY = {
+  type: 'object',
+  required: ['errors'],
+  properties: { errors: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } } },
+};
+
+/** `METHOD /path` and the operation, for every operation in a document. */
+const operationsOf = (doc: Node): Array<[string, Node]> =>
+  Object.entries<Node>(doc.paths).flatMap(([where, item]) =>
+    METHODS.filter((method) => item[method]).map((method): [string, Node] => [`${method.toUpperCase()} ${where}`, item[method]]),
+  );
 
 describe('OpenAPI document', () => {
   let scratch: ScratchDatabase | undefined;
@@ -195,6 +245,43 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('requires no parameter that has a default, shows every default, and requires every path parameter', () => {
+    for (const [where, operation] of operationsOf(doc)) {
+      for (const parameter of (operation.parameters ?? []).map((parameter: Node) => deref(parameter, doc)!)) {
+        const name = `${where} ${parameter.in}:${parameter.name}`;
+        if (parameter.schema?.default !== undefined) expect(parameter.required, name).toBe(false);
+        if (parameter.in === 'path') expect(parameter.required, name).toBe(true);
+      }
+    }
+    for (const where of ['/articles', '/articles/feed']) {
+      const paging = doc.paths[where].get.parameters.filter((parameter: Node) => ['limit', 'offset'].includes(parameter.name));
+      expect(paging, where).toEqual([
+        expect.objectContaining({ in: 'query', name: 'limit', required: false, schema: expect.objectContaining({ default: 20 }) }),
+        expect.objectContaining({ in: 'query', name: 'offset', required: false, schema: expect.objectContaining({ default: 0 }) }),
+      ]);
+    }
+  });
+
+  it('lists without limit or offset, as the document allows', async () => {
+    const response = await app!.inject({ method: 'GET', url: '/api/articles' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ articles: [], articlesCount: 0 });
+  });
+
+  it('documents every error status of every operation, each with the error body', () => {
+    const operations = operationsOf(doc);
+    expect(operations.map(([where]) => where).sort()).toEqual(Object.keys(ERROR_STATUSES).sort());
+    for (const [where, operation] of operations) {
+      const errors = Object.keys(operation.responses).filter((status) => !status.startsWith('2'));
+      const numerically = (a: number, b: number) => a - b;
+      expect(errors.map(Number).sort(numerically), where).toEqual([...ERROR_STATUSES[where]!].sort(numerically));
+      for (const status of errors) {
+        expect(operation.responses[status].description, `${where} ${status}`).toEqual(expect.any(String));
+        expect(jsonSchemaOf(operation.responses[status], doc), `${where} ${status}`).toMatchObject(ERROR_BODY);
+      }
+    }
+  });
+
   it('the comparison catches a missing route, field, requirement or security', () => {
     const mutate = (change: (copy: Node) => void) => {
       const copy = structuredClone(doc);
@@ -216,6 +303,12 @@ describe('OpenAPI document', () => {
     ]);
     expect(mutate((copy) => delete copy.paths['/user'].put.security)).toEqual([
       'PUT /user: security [] instead of [{"Token":[]}]',
+    ]);
+    expect(mutate((copy) => (copy.paths['/users'].post.security = [{ Token: [] }]))).toEqual([
+      'POST /users: security [{"Token":[]}] makes a token mandatory',
+    ]);
+    expect(mutate((copy) => (copy.paths['/tags'].get.operationId = 'ListTags'))).toEqual([
+      'GET /tags: operationId ListTags instead of GetTags',
     ]);
     expect(
       mutate((copy) => {

@@ -56,6 +56,9 @@ function keyOf(request: FastifyRequest): string | null {
 const scopeOf = (request: FastifyRequest) =>
   request.currentUser === null ? `ip:${request.ip}` : `user:${request.currentUser.account.id}`;
 
+/** Only POST routes take keys: PUT and DELETE are idempotent already, and the other routes skip both hooks. */
+export const takesIdempotencyKey = (method: string | string[]): boolean => [method].flat().includes('POST');
+
 /**
  * The Idempotency-Key header on POST routes (IETF draft "The Idempotency-Key HTTP Header Field"): a request repeated
  * with the same key gets the first one's response again, with `Idempotent-Replayed: true`, and runs only once.
@@ -116,9 +119,8 @@ export function installIdempotency(app: FastifyInstance): void {
     return payload;
   };
 
-  // Only POST routes take keys (PUT and DELETE are idempotent already); the other routes skip both hooks.
   app.addHook('onRoute', (route) => {
-    if (![route.method].flat().includes('POST')) return;
+    if (!takesIdempotencyKey(route.method)) return;
     route.preHandler = withHookAfter(route.preHandler, claimOrReplay);
     route.onSend = withHookAfter(route.onSend, record);
   });

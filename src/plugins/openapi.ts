@@ -1,9 +1,11 @@
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { packageInfo } from '../package-info.js';
+import { errorResponses } from '../schemas.js';
 import type { AuthMode } from './auth.js';
+import { takesIdempotencyKey } from './idempotency.js';
 
 export const OPENAPI_PATH = '/api/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -23,11 +25,35 @@ const DOCS_CSP = {
   'frame-ancestors': "'none'",
 };
 
+/** Routes without `config.auth` (registration, login) take no token; an empty list says so explicitly. */
+const PUBLIC: Record<string, string[]>[] = [];
 const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
   required: [{ Token: [] }],
   // The empty requirement is how OpenAPI says "or no token at all".
   optional: [{}, { Token: [] }],
 };
+
+/** Fastify reads a body for these methods only, so only they meet the body parser's refusals. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE']);
+
+/**
+ * The error statuses a route can answer with that come from the plugins every request passes through rather than
+ * from its handler, so its own schema does not list them: a URL that cannot be decoded (400), the general rate
+ * limit (429), an unexpected failure (500), overload or an unavailable database (503); a token that is missing or
+ * bad (401, auth.ts); a body that is not JSON, too large, of another media type or with NUL characters or too deep
+ * (400, 413, 415, 422, errors.ts and json-body.ts); an idempotency key that is blank, reused or still in use
+ * (422, 409, idempotency.ts); a query, path or body that fails its schema (422).
+ */
+function sharedErrorStatuses(route: RouteOptions, schema: FastifySchema): number[] {
+  const methods = [route.method].flat();
+  const statuses = new Set([400, 429, 500, 503]);
+  const add = (...more: number[]) => more.forEach((status) => statuses.add(status));
+  if (route.config?.auth !== undefined) add(401);
+  if (methods.some((method) => BODY_METHODS.has(method))) add(400, 413, 415, 422);
+  if (takesIdempotencyKey(route.method)) add(409, 422);
+  if (schema.params !== undefined || schema.querystring !== undefined || schema.body !== undefined) add(422);
+  return [...statuses];
+}
 
 /**
  * Error responses share one body schema and so one description; the reason phrase says which case each
@@ -54,6 +80,8 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       info: {
         title: 'Conduit API',
         version: packageInfo.version,
+        // package.json's license is an SPDX expression, which is what `identifier` takes.
+        license: { name: packageInfo.license, identifier: packageInfo.license },
         description:
           'The RealWorld ("Conduit") API, spec 2.0.0. Errors are `{"errors": {"field": ["message"]}}`. ' +
           'Sign in with POST /users/login, then **Authorize** with `Token <token>`.',
@@ -84,12 +112,13 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     // Security follows from each route's `config.auth`, the same setting the auth hook enforces.
     transform: ({ schema, url, route }) => {
       const auth = route.config?.auth;
+      const response = { ...errorResponses(...sharedErrorStatuses(route, schema)), ...(schema.response as object) };
       return {
         url,
         schema: {
           ...schema,
-          ...(auth !== undefined && { security: SECURITY[auth] }),
-          response: describeResponses(schema?.response),
+          security: auth === undefined ? PUBLIC : SECURITY[auth],
+          response: describeResponses(response),
         },
       };
     },

@@ -23,7 +23,10 @@ const INDEX = {
 
 /** What someone who only knows the address finds there: where the docs and the probes are, and which version runs. */
 export const apiIndexRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const schema = { tags: ['index'], summary: 'Links to the docs, the OpenAPI document and the health probes', response: { 200: ApiIndex } };
+  const schema = {
+    operationId: 'GetApiIndex',
+    tags: ['index'],
+    summary: 'Links to the docs, the OpenAPI document and the health probes', response: { 200: ApiIndex } };
   // Written with the trailing slash because the document's server is /api and @fastify/swagger cuts that off each
   // path: `/api` would be left as an empty path, `/api/` reads as `/`. The router serves both with or without it.
   app.get('/api/', { schema }, async () => INDEX);

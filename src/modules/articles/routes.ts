@@ -44,6 +44,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'optional' },
       schema: {
         tags: ['articles'],
+        operationId: 'GetArticles',
         summary: 'List articles, newest first',
         querystring: ListQuery,
         response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
@@ -62,6 +63,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['articles'],
+        operationId: 'GetArticlesFeed',
         summary: 'Articles by followed users, newest first',
         querystring: FeedQuery,
         response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
@@ -79,6 +81,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['articles'],
+        operationId: 'CreateArticle',
         summary: 'Create an article',
         body: NewArticleBody,
         response: { 201: ArticleResponse, ...errorResponses(401, 422) },
@@ -97,6 +100,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'optional' },
       schema: {
         tags: ['articles'],
+        operationId: 'GetArticle',
         summary: 'Get an article',
         params: SlugParams,
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
@@ -111,6 +115,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['articles'],
+        operationId: 'UpdateArticle',
         summary: 'Update an article (partial)',
         params: SlugParams,
         body: UpdateArticleBody,
@@ -131,6 +136,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['articles'],
+        operationId: 'DeleteArticle',
         summary: 'Delete an article with its comments and favorites',
         params: SlugParams,
         response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 422) },
@@ -150,6 +156,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['favorites'],
+        operationId: favorite ? 'CreateArticleFavorite' : 'DeleteArticleFavorite',
         summary: favorite ? 'Favorite an article' : 'Unfavorite an article',
         params: SlugParams,
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },

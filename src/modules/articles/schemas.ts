@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
+import { Defaulted, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 
 export const TITLE_MAX = 256;
@@ -37,8 +37,8 @@ export const UpdateArticleBody = Wrapped(
 export const SlugParams = Type.Object({ slug: UrlText({ minLength: 1, maxLength: 512 }) });
 
 const Paging = {
-  limit: UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 }),
-  offset: UrlInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 }),
+  limit: Defaulted(UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 })),
+  offset: Defaulted(UrlInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
 };
 // An empty filter (`?tag=`), as some clients send, means no filter.
 const Filter = Type.Optional(UrlText({ maxLength: 256 }));

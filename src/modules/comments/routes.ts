@@ -17,6 +17,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'optional' },
       schema: {
         tags: ['comments'],
+        operationId: 'GetArticleComments',
         summary: 'Comments on an article, oldest first',
         params: SlugParams,
         response: { 200: CommentListResponse, ...errorResponses(401, 404, 422) },
@@ -35,6 +36,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['comments'],
+        operationId: 'CreateArticleComment',
         summary: 'Comment on an article',
         params: SlugParams,
         body: NewCommentBody,
@@ -62,6 +64,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['comments'],
+        operationId: 'DeleteArticleComment',
         summary: "Delete a comment (its author or the article's author)",
         params: CommentParams,
         response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 422) },

@@ -13,6 +13,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'optional' },
       schema: {
         tags: ['profiles'],
+        operationId: 'GetProfileByUsername',
         summary: 'Get a profile',
         params: UsernameParams,
         response: { 200: ProfileResponse, ...errorResponses(401, 404, 422) },
@@ -25,8 +26,9 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  const followSchema = (summary: string) => ({
+  const followSchema = (operationId: string, summary: string) => ({
     tags: ['profiles'],
+    operationId,
     summary,
     params: UsernameParams,
     response: { 200: ProfileResponse, ...errorResponses(401, 404, 422) },
@@ -34,7 +36,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/profiles/:username/follow',
-    { config: { auth: 'required' }, schema: followSchema('Follow a user') },
+    { config: { auth: 'required' }, schema: followSchema('FollowUserByUsername', 'Follow a user') },
     async (request) => {
       const me = signedIn(request).account;
       const profile = await findProfile(app.db, request.params.username, me.id);
@@ -53,7 +55,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.delete(
     '/profiles/:username/follow',
-    { config: { auth: 'required' }, schema: followSchema('Unfollow a user') },
+    { config: { auth: 'required' }, schema: followSchema('UnfollowUserByUsername', 'Unfollow a user') },
     async (request) => {
       const me = signedIn(request).account;
       const profile = await findProfile(app.db, request.params.username, me.id);

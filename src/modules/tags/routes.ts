@@ -12,6 +12,7 @@ export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'optional' },
       schema: {
         tags: ['tags'],
+        operationId: 'GetTags',
         summary: 'Every tag in use, most used first, then by name',
         response: { 200: Type.Object({ tags: Type.Array(Type.String()) }), ...errorResponses(401) },
       },

@@ -20,6 +20,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: app.authLimits.countAttempt,
       schema: {
         tags: ['users'],
+        operationId: 'CreateUser',
         summary: 'Register',
         body: RegisterBody,
         response: { 201: UserResponse, ...errorResponses(409, 422, 429) },
@@ -39,6 +40,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: [app.authLimits.countAttempt, app.authLimits.checkAccount],
       schema: {
         tags: ['users'],
+        operationId: 'Login',
         summary: 'Log in',
         body: LoginBody,
         response: { 200: UserResponse, ...errorResponses(401, 422, 429) },
@@ -60,7 +62,12 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/user',
     {
       config: { auth: 'required' },
-      schema: { tags: ['users'], summary: 'Current user', response: { 200: UserResponse, ...errorResponses(401) } },
+      schema: {
+        tags: ['users'],
+        operationId: 'GetCurrentUser',
+        summary: 'Current user',
+        response: { 200: UserResponse, ...errorResponses(401) },
+      },
     },
     async (request) => {
       const { account, token } = signedIn(request);
@@ -74,6 +81,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'required' },
       schema: {
         tags: ['users'],
+        operationId: 'UpdateCurrentUser',
         summary: 'Update current user',
         body: UpdateUserBody,
         response: { 200: UserResponse, ...errorResponses(401, 409, 422) },
