@@ -47,8 +47,8 @@ describeEachDatabase('http', (ctx) => {
     const requests: Array<[InjectOptions['method'], string]> = [
       ['GET', '/api/nope'],
       ['POST', '/api/nope'],
-      ['GET', '/'],
-      ['GET', '/api'],
+      ['POST', '/'],
+      ['DELETE', '/api'],
       ['GET', '/users'],
       ['GET', '/api/users'],
       ['PATCH', '/api/user'],

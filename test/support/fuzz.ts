@@ -224,6 +224,11 @@ function bodies(fixture: Fixture): Record<string, fc.Arbitrary<unknown>> {
 
 const TagsResponse = Type.Object({ tags: Type.Array(Type.String()) });
 const HealthResponse = Type.Object({ status: Type.Literal('ok') });
+const IndexResponse = Type.Object({
+  name: Type.String(),
+  version: Type.String(),
+  links: Type.Object({ docs: Type.String(), openapi: Type.String(), liveness: Type.String(), readiness: Type.String() }),
+});
 
 function routes(fixture: Fixture): RouteSpec[] {
   const body = bodies(fixture);
@@ -250,6 +255,8 @@ function routes(fixture: Fixture): RouteSpec[] {
     { method: 'GET', path: '/api/tags', status: 200, schema: TagsResponse },
     { method: 'GET', path: '/health/live', status: 200, schema: HealthResponse },
     { method: 'GET', path: '/health/ready', status: 200, schema: HealthResponse },
+    { method: 'GET', path: '/', status: 200, schema: IndexResponse },
+    { method: 'GET', path: '/api', status: 200, schema: IndexResponse },
   ];
 }
 
