@@ -530,7 +530,8 @@ async function runTarget(target, opts, folders) {
     } else {
       pgDb = await createPgDatabase(process.env.TEST_DATABASE_URL);
       const created = pgDb;
-      cleanups.add(dropDb = () => dropPgDatabase(process.env.TEST_DATABASE_URL, created.name));
+      dropDb = () => dropPgDatabase(process.env.TEST_DATABASE_URL, created.name);
+      cleanups.add(dropDb);
       databaseUrl = pgDb.url;
     }
     const port = await freePort();

@@ -133,7 +133,7 @@ describeEachDatabase('concurrency', (ctx) => {
         tagLists.map((tagList) => call(app(), 'POST', '/api/articles', { token: author.token, body: { article: { title: unique('T '), description: 'd', body: 'b', tagList } } })),
       );
       expect(statuses(responses)).toEqual(times(12, () => 201));
-      responses.forEach((response, i) => expect(response.body.article.tagList).toEqual([...tagLists[i]!].sort()));
+      for (const [i, response] of responses.entries()) expect(response.body.article.tagList).toEqual([...tagLists[i]!].sort());
 
       const counts = await tagCounts([...shared, ...own]);
       expect(counts).toHaveLength(15);
@@ -183,7 +183,7 @@ describeEachDatabase('concurrency', (ctx) => {
           ),
         );
         expect(statuses(responses)).toEqual(times(8, () => 200));
-        responses.forEach((response, i) => expect(response.body.article.tagList).toEqual([...after(i)].sort()));
+        for (const [i, response] of responses.entries()) expect(response.body.article.tagList).toEqual([...after(i)].sort());
         for (const [name, counter, rows] of await tagCounts(s)) {
           expect({ name, counter }).toEqual({ name, counter: rows });
           expect(rows).toBe(4);

@@ -5,7 +5,12 @@ import { FifoSlots } from '../src/fifo-slots.js';
 function gatedWork(started: string[], name: string) {
   let finish!: () => void;
   const gate = new Promise<void>((resolve) => (finish = resolve));
-  return { work: async () => (started.push(name), await gate, name), finish: () => finish() };
+  const work = async () => {
+    started.push(name);
+    await gate;
+    return name;
+  };
+  return { work, finish: () => finish() };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));

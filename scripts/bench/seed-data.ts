@@ -205,7 +205,7 @@ function tableLoad(
       for (let from = 0; from < rows; from += rowsPerBatch) {
         const batch: unknown[][] = columns.map(() => []);
         for (let i = from; i < Math.min(from + rowsPerBatch, rows); i++) {
-          row(i).forEach((value, column) => batch[column]!.push(value));
+          for (const [column, value] of row(i).entries()) batch[column]!.push(value);
         }
         yield batch;
       }

@@ -8,7 +8,10 @@ export function perDatabase<T>(create: (db: Executor) => T): (db: Executor) => T
   const byDatabase = new WeakMap<Executor, T>();
   return (db) => {
     let kept = byDatabase.get(db);
-    if (kept === undefined) byDatabase.set(db, (kept = create(db)));
+    if (kept === undefined) {
+      kept = create(db);
+      byDatabase.set(db, kept);
+    }
     return kept;
   };
 }

@@ -97,7 +97,10 @@ function generators(random: () => number) {
     }
     const cumulative: number[] = [];
     let total = 0;
-    for (let rank = 0; rank < n; rank++) cumulative.push((total += 1 / (rank + 1)));
+    for (let rank = 0; rank < n; rank++) {
+      total += 1 / (rank + 1);
+      cumulative.push(total);
+    }
     return () => {
       const target = random() * total;
       let low = 0;

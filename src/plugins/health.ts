@@ -32,7 +32,8 @@ export function installHealthRoutes(app: FastifyInstance, database: DatabaseHand
   app.get(LIVENESS_PATH, probeRoute, async () => ({ status: 'ok' }));
 
   app.get(READINESS_PATH, probeRoute, async (request, reply) => {
-    const attempt = (pending ??= database.ping());
+    pending ??= database.ping();
+    const attempt = pending;
     try {
       await withTimeout(attempt, READINESS_TIMEOUT_MS);
     } catch (error) {

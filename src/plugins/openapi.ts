@@ -47,7 +47,9 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE']);
 function sharedErrorStatuses(route: RouteOptions, schema: FastifySchema): number[] {
   const methods = [route.method].flat();
   const statuses = new Set([400, 429, 500, 503]);
-  const add = (...more: number[]) => more.forEach((status) => statuses.add(status));
+  const add = (...more: number[]) => {
+    for (const status of more) statuses.add(status);
+  };
   if (route.config?.auth !== undefined) add(401);
   if (methods.some((method) => BODY_METHODS.has(method))) add(400, 413, 415, 422);
   if (takesIdempotencyKey(route.method)) add(409, 422);

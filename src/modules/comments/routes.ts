@@ -46,7 +46,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { account } = signedIn(request);
       const article = await existingArticleRef(app.db, request.params.slug);
-      let comment;
+      let comment: Awaited<ReturnType<typeof insertComment>>;
       try {
         comment = await insertComment(app.db, { articleId: article.id, authorId: account.id, body: request.body.comment.body }, Date.now());
       } catch (error) {

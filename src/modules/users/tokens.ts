@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { errors, jwtVerify, SignJWT } from 'jose';
+import { errors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
 import { setWithin } from '../../bounded-map.js';
 import { unauthorized } from '../../errors.js';
 
@@ -49,7 +49,7 @@ export function createTokenService(secret: string, ttlSeconds: number): TokenSer
         verified.delete(token);
         throw unauthorized('has expired');
       }
-      let payload;
+      let payload: JWTPayload;
       try {
         // The algorithm is pinned: "none" and every asymmetric trick are refused before the signature check.
         ({ payload } = await jwtVerify(token, await key, { algorithms: [ALGORITHM], requiredClaims: ['sub', 'exp', 'jti'] }));
