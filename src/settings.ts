@@ -52,7 +52,7 @@ export const SETTINGS = Type.Object(
   {
     NODE_ENV: Type.Enum(['development', 'production', 'test'], {
       default: 'development',
-      description: 'the environment the server runs in; `production` requires `JWT_SECRET`',
+      description: 'the environment the server runs in (`production` requires `JWT_SECRET`)',
     }),
     PORT: Type.Integer({
       default: 3000,
