@@ -22,6 +22,9 @@ const SYSTEM_PROBLEMS: Record<string, string> = {
   EPERM: 'operation not permitted',
   ENOTDIR: 'part of the path is a file, not a folder',
   EEXIST: 'part of the path is a file, not a folder',
+  // better-sqlite3's codes for a file it may not create or write.
+  SQLITE_CANTOPEN: 'cannot create or open the file',
+  SQLITE_READONLY: 'read-only file',
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',
   ENOTFOUND: 'host not found',
@@ -34,7 +37,7 @@ const SYSTEM_PROBLEMS: Record<string, string> = {
 export const systemProblem = (error: unknown): string | undefined => SYSTEM_PROBLEMS[(error as NodeJS.ErrnoException)?.code ?? ''];
 
 /** Creating or writing files fails with these when a folder is not writable, whoever the process runs as. */
-const UNWRITABLE = new Set(['EROFS', 'EACCES', 'EPERM', 'ENOTDIR', 'EEXIST']);
+const UNWRITABLE = new Set(['EROFS', 'EACCES', 'EPERM', 'ENOTDIR', 'EEXIST', 'SQLITE_CANTOPEN', 'SQLITE_READONLY']);
 
 /** `error` as the setting that put the files there to blame, when it says the place is not writable; else `error` itself. */
 export function unwritable(error: unknown, setting: string, what: string, fix: string): unknown {
