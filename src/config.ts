@@ -93,13 +93,11 @@ export function parseDuration(raw: string, name: string): number {
   return seconds;
 }
 
-/** Env-schema's own Ajv settings, plus the messages and formats the settings schema relies on. */
+/** Like env-schema's own validator (every error, defaults filled in, numbers from strings), plus what the schema adds. */
 const validator = new Ajv({
   allErrors: true,
-  removeAdditional: true,
   useDefaults: true,
   coerceTypes: true,
-  allowUnionTypes: true,
   // Gives each error its schema, where the refused setting's errorMessage is.
   verbose: true,
   keywords: [{ keyword: 'errorMessage', schemaType: 'string' }],
@@ -152,6 +150,7 @@ function readSettings(env: Env): Settings {
   const values = settingValues(env);
   let problems: string[];
   try {
+    // Only the environment given: readEnvironment has already laid .env under the real one, and tests pass their own.
     const settings = envSchema<Settings>({ schema: SETTINGS, data: values, env: false, ajv: validator });
     problems = conflicts(settings, []);
     if (problems.length === 0) return settings;
