@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
+import { Ajv, type ErrorObject } from 'ajv';
+import { envSchema } from 'env-schema';
+import { unwritable } from './setting-error.js';
+import { MIN_SECRET_LENGTH, SETTING_FORMATS, SETTING_NAMES, SETTINGS, settingSchemas, type SettingName, type Settings } from './settings.js';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string }
@@ -75,62 +78,9 @@ export class ConfigError extends Error {
   }
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const MIN_SECRET_LENGTH = 32;
 const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
 type Env = Record<string, string | undefined>;
-
-function parsePort(raw: string | undefined, name: string, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigError(`${name} must be a port number from 0 to 65535, got "${raw}"`);
-  }
-  return port;
-}
-
-function parsePositiveInt(raw: string | undefined, name: string, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) {
-    throw new ConfigError(`${name} must be a positive whole number, got "${raw}"`);
-  }
-  return value;
-}
-
-/** A whole number where 0 means "off". */
-function parseCount(raw: string | undefined, name: string, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new ConfigError(`${name} must be a whole number, 0 for no limit, got "${raw}"`);
-  }
-  return value;
-}
-
-/**
- * A hop count, or the addresses and CIDR ranges of the proxies in front: X-Forwarded-For is only as trustworthy
- * as whoever set it, so `true` (believe anyone) is not offered.
- */
-function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
-  const text = raw?.trim() ?? '';
-  if (text === '' || text === '0') return false;
-  if (/^\d+$/.test(text)) return Number(text);
-  const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
-  const bad = entries.filter((entry) => isIP(entry.replace(/\/\d{1,3}$/, '')) === 0);
-  if (bad.length > 0) {
-    throw new ConfigError(bad.map((entry) => `TRUST_PROXY must be a number of proxies or their addresses (10.0.0.1, 10.0.0.0/8), got "${entry}"`));
-  }
-  return entries;
-}
-
-function parseRedisUrl(raw: string | undefined): string | null {
-  if (raw === undefined || raw === '') return null;
-  // The value is not echoed: it may carry a password.
-  if (!/^rediss?:\/\//.test(raw) || !URL.canParse(raw)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
-  return raw;
-}
 
 /** Accepts a number of seconds or a number with a unit: 90s, 15m, 12h, 30d. */
 export function parseDuration(raw: string, name: string): number {
@@ -143,35 +93,96 @@ export function parseDuration(raw: string, name: string): number {
   return seconds;
 }
 
-/** A duration setting in milliseconds, from seconds or a number with a unit; the fallback is in seconds. */
-function durationMs(env: Env, name: string, fallbackSeconds: number): number {
-  const raw = env[name];
-  return 1000 * (raw ? parseDuration(raw, name) : fallbackSeconds);
+/** Like env-schema's own validator (every error, defaults filled in, numbers from strings), plus what the schema adds. */
+const validator = new Ajv({
+  allErrors: true,
+  useDefaults: true,
+  coerceTypes: true,
+  // Gives each error its schema, where the refused setting's errorMessage is.
+  verbose: true,
+  keywords: [{ keyword: 'errorMessage', schemaType: 'string' }],
+  formats: SETTING_FORMATS,
+});
+
+/**
+ * The values the schema is to check: an empty variable counts as unset (`PORT=` in a compose file keeps the
+ * default), and a list is split into its entries.
+ */
+function settingValues(env: Env): Partial<Record<SettingName, string | string[]>> {
+  const values: Partial<Record<SettingName, string | string[]>> = {};
+  for (const name of SETTING_NAMES) {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') continue;
+    values[name] = settingSchemas[name].type === 'array' ? raw.split(',').map((entry) => entry.trim()).filter(Boolean) : raw;
+  }
+  return values;
 }
 
-function parseDatabase(raw: string | undefined, dataDir: string, env: Env): DatabaseConfig {
-  if (raw === undefined || raw === '') {
-    return { kind: 'sqlite', file: path.join(dataDir, 'conduit.db') };
+/** One line per refused value, naming the variable; a list's bad entries get a line each. */
+function problemLines(errors: ErrorObject[]): string[] {
+  const lines = new Map<string, { name: SettingName; line: string }>();
+  for (const error of errors) {
+    const where = error.keyword === 'required' ? `/${String(error.params.missingProperty)}` : error.instancePath;
+    const name = where.split('/')[1] as SettingName | undefined;
+    // The failed `if` itself names no variable: the `then` it led to does.
+    if (name === undefined || lines.has(where)) continue;
+    const reason =
+      (error.parentSchema as { errorMessage?: string } | undefined)?.errorMessage ??
+      (error.keyword === 'enum' ? `must be one of ${(error.params.allowedValues as string[]).join(', ')}` : error.message);
+    const echoed = error.keyword !== 'required' && settingSchemas[name].writeOnly !== true;
+    lines.set(where, { name, line: `${name} ${reason}${echoed ? `, got "${String(error.data)}"` : ''}` });
   }
-  if (raw.startsWith('sqlite:')) {
-    const file = raw.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    if (file === '') throw new ConfigError('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/conduit.db');
-    return { kind: 'sqlite', file: path.resolve(file) };
+  const order = (name: SettingName) => SETTING_NAMES.indexOf(name);
+  return [...lines.values()].sort((a, b) => order(a.name) - order(b.name)).map(({ line }) => line);
+}
+
+/** Problems between settings that are each fine on their own; `refused` are those already reported. */
+function conflicts(values: Partial<Record<SettingName, unknown>>, refused: string[]): string[] {
+  const seconds = (name: 'HEADERS_TIMEOUT' | 'REQUEST_TIMEOUT') =>
+    parseDuration(String(values[name] ?? settingSchemas[name].default), name);
+  if (refused.some((line) => /^(HEADERS|REQUEST)_TIMEOUT /.test(line))) return [];
+  // Node refuses a server whose headers may take longer than the whole request.
+  return seconds('HEADERS_TIMEOUT') > seconds('REQUEST_TIMEOUT') ? ['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT'] : [];
+}
+
+/** Every setting, typed and with its default, or a ConfigError listing every refused value at once. */
+function readSettings(env: Env): Settings {
+  const values = settingValues(env);
+  let problems: string[];
+  try {
+    // Only the environment given: readEnvironment has already laid .env under the real one, and tests pass their own.
+    const settings = envSchema<Settings>({ schema: SETTINGS, data: values, env: false, ajv: validator });
+    problems = conflicts(settings, []);
+    if (problems.length === 0) return settings;
+  } catch (error) {
+    const errors = (error as { errors?: ErrorObject[] }).errors;
+    if (errors === undefined) throw error;
+    problems = problemLines(errors);
+    problems.push(...conflicts(values, problems));
   }
-  if (/^postgres(ql)?:\/\//.test(raw)) {
-    try {
-      new URL(raw);
-    } catch {
-      throw new ConfigError('DATABASE_URL is not a valid postgres:// URL');
-    }
-    return {
-      kind: 'postgres',
-      url: raw,
-      poolSize: parsePositiveInt(env.DATABASE_POOL_SIZE, 'DATABASE_POOL_SIZE', 10),
-      connectTimeoutMs: durationMs(env, 'DATABASE_CONNECT_TIMEOUT', 5),
-    };
-  }
-  throw new ConfigError('DATABASE_URL must start with sqlite: or postgres:// (unset uses ./data/conduit.db)');
+  throw new ConfigError(problems);
+}
+
+/**
+ * A hop count, or the addresses and CIDR ranges of the proxies in front: X-Forwarded-For is only as trustworthy
+ * as whoever set it, so `true` (believe anyone) is not offered.
+ */
+function trustProxy(raw: string | undefined): Config['trustProxy'] {
+  const text = raw?.trim() ?? '0';
+  if (/^\d+$/.test(text)) return Number(text) === 0 ? false : Number(text);
+  return text.split(',').map((entry) => entry.trim()).filter(Boolean);
+}
+
+function database(settings: Settings, dataDir: string): DatabaseConfig {
+  const url = settings.DATABASE_URL;
+  if (url === undefined) return { kind: 'sqlite', file: path.join(dataDir, 'conduit.db') };
+  if (url.startsWith('sqlite:')) return { kind: 'sqlite', file: path.resolve(url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')) };
+  return {
+    kind: 'postgres',
+    url,
+    poolSize: settings.DATABASE_POOL_SIZE,
+    connectTimeoutMs: 1000 * parseDuration(settings.DATABASE_CONNECT_TIMEOUT, 'DATABASE_CONNECT_TIMEOUT'),
+  };
 }
 
 /**
@@ -180,55 +191,21 @@ function parseDatabase(raw: string | undefined, dataDir: string, env: Env): Data
  */
 function localSecret(dataDir: string): string {
   const file = path.join(dataDir, 'jwt-secret');
-  mkdirSync(dataDir, { recursive: true });
   try {
+    mkdirSync(dataDir, { recursive: true });
     writeFileSync(file, randomBytes(48).toString('base64url'), { flag: 'wx', mode: 0o600 });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    // The secret an earlier start wrote is the one to keep using; any other EEXIST is a file where a folder should be.
+    const { code, path: where } = error as NodeJS.ErrnoException;
+    if (code !== 'EEXIST' || where !== file) {
+      throw unwritable(error, 'DATA_DIR', `the generated JWT secret to ${dataDir}`, 'point DATA_DIR at a writable folder, or set JWT_SECRET');
+    }
   }
   const secret = readFileSync(file, 'utf8').trim();
   if (secret.length < MIN_SECRET_LENGTH) {
     throw new ConfigError(`${file} holds a secret shorter than ${MIN_SECRET_LENGTH} characters; delete it to regenerate`);
   }
   return secret;
-}
-
-function parseCors(raw: string | undefined): true | string[] {
-  if (raw === undefined || raw.trim() === '' || raw.trim() === '*') return true;
-  const origins = raw.split(',').map((origin) => origin.trim()).filter(Boolean);
-  const bad = origins.filter((origin) => !/^https?:\/\/[^/\s]+$/.test(origin));
-  if (bad.length > 0) {
-    throw new ConfigError(bad.map((origin) => `CORS_ORIGINS entries must look like https://example.com (no path), got "${origin}"`));
-  }
-  return origins;
-}
-
-function parseNodeEnv(raw: string | undefined): Config['env'] {
-  const nodeEnv = raw ?? 'development';
-  if (nodeEnv !== 'development' && nodeEnv !== 'production' && nodeEnv !== 'test') {
-    throw new ConfigError(`NODE_ENV must be development, production or test, got "${nodeEnv}"`);
-  }
-  return nodeEnv;
-}
-
-function parseLogLevel(raw: string | undefined): string {
-  const logLevel = raw ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) {
-    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
-  }
-  return logLevel;
-}
-
-/** The secret as set, or `null` when it is to be generated: in production it never is. */
-function parseSecret(raw: string | undefined, nodeEnv: Config['env']): string | null {
-  if (raw === undefined || raw === '') {
-    if (nodeEnv === 'production') {
-      throw new ConfigError('JWT_SECRET is required when NODE_ENV=production (use at least 32 random characters)');
-    }
-    return null;
-  }
-  if (raw.length < MIN_SECRET_LENGTH) throw new ConfigError(`JWT_SECRET must be at least ${MIN_SECRET_LENGTH} characters long`);
-  return raw;
 }
 
 /**
@@ -247,57 +224,40 @@ export function readEnvironment(file = path.resolve('.env'), env: Env = process.
 }
 
 export function loadConfig(env: Env = readEnvironment()): Config {
-  const problems: string[] = [];
-  // Each setting is read on its own: a bad one is noted and the others are still checked.
-  const read = <T>(parse: () => T, placeholder: T): T => {
-    try {
-      return parse();
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      problems.push(...error.problems);
-      return placeholder;
-    }
-  };
-
-  const milliseconds = (name: string, fallbackSeconds: number) => read(() => durationMs(env, name, fallbackSeconds), 0);
-
-  const nodeEnv = read(() => parseNodeEnv(env.NODE_ENV), 'development');
-  const dataDir = path.resolve(env.DATA_DIR || 'data');
+  const settings = readSettings(env);
+  const milliseconds = (name: SettingName) => 1000 * parseDuration(String(settings[name]), name);
+  const dataDir = path.resolve(settings.DATA_DIR);
   const config: Omit<Config, 'jwtSecret'> = {
-    env: nodeEnv,
-    host: env.HOST || '127.0.0.1',
-    port: read(() => parsePort(env.PORT, 'PORT', 3000), 0),
-    logLevel: read(() => parseLogLevel(env.LOG_LEVEL), ''),
+    env: settings.NODE_ENV,
+    host: settings.HOST,
+    port: settings.PORT,
+    logLevel: settings.LOG_LEVEL,
     dataDir,
-    database: read(() => parseDatabase(env.DATABASE_URL, dataDir, env), { kind: 'sqlite', file: '' }),
-    jwtTtlSeconds: read(() => (env.JWT_EXPIRES_IN ? parseDuration(env.JWT_EXPIRES_IN, 'JWT_EXPIRES_IN') : 30 * 86400), 0),
-    corsOrigins: read(() => parseCors(env.CORS_ORIGINS), true),
-    workers: read(() => parsePositiveInt(env.WORKERS, 'WORKERS', 1), 1),
-    trustProxy: read(() => parseTrustProxy(env.TRUST_PROXY), false),
+    database: database(settings, dataDir),
+    jwtTtlSeconds: parseDuration(settings.JWT_EXPIRES_IN, 'JWT_EXPIRES_IN'),
+    corsOrigins: settings.CORS_ORIGINS.includes('*') ? true : settings.CORS_ORIGINS,
+    workers: settings.WORKERS,
+    trustProxy: trustProxy(settings.TRUST_PROXY),
     rateLimits: {
-      max: read(() => parseCount(env.RATE_LIMIT_MAX, 'RATE_LIMIT_MAX', 600), 0),
-      windowMs: milliseconds('RATE_LIMIT_WINDOW', 60),
-      authAccountMax: read(() => parseCount(env.AUTH_RATE_LIMIT_MAX, 'AUTH_RATE_LIMIT_MAX', 10), 0),
-      authAddressMax: read(() => parseCount(env.AUTH_ADDRESS_RATE_LIMIT_MAX, 'AUTH_ADDRESS_RATE_LIMIT_MAX', 100), 0),
-      authWindowMs: milliseconds('AUTH_RATE_LIMIT_WINDOW', 15 * 60),
-      redisUrl: read(() => parseRedisUrl(env.REDIS_URL), null),
-      redisKeyPrefix: env.REDIS_KEY_PREFIX || 'conduit:',
+      max: settings.RATE_LIMIT_MAX,
+      windowMs: milliseconds('RATE_LIMIT_WINDOW'),
+      authAccountMax: settings.AUTH_RATE_LIMIT_MAX,
+      authAddressMax: settings.AUTH_ADDRESS_RATE_LIMIT_MAX,
+      authWindowMs: milliseconds('AUTH_RATE_LIMIT_WINDOW'),
+      redisUrl: settings.REDIS_URL ?? null,
+      redisKeyPrefix: settings.REDIS_KEY_PREFIX,
     },
     timeouts: {
-      headersMs: milliseconds('HEADERS_TIMEOUT', 10),
-      requestMs: milliseconds('REQUEST_TIMEOUT', 30),
-      keepAliveMs: milliseconds('KEEP_ALIVE_TIMEOUT', 72),
-      connectionMs: milliseconds('CONNECTION_TIMEOUT', 60),
+      headersMs: milliseconds('HEADERS_TIMEOUT'),
+      requestMs: milliseconds('REQUEST_TIMEOUT'),
+      keepAliveMs: milliseconds('KEEP_ALIVE_TIMEOUT'),
+      connectionMs: milliseconds('CONNECTION_TIMEOUT'),
     },
     overload: {
-      maxEventLoopDelayMs: read(() => parseCount(env.OVERLOAD_EVENT_LOOP_DELAY_MS, 'OVERLOAD_EVENT_LOOP_DELAY_MS', 1000), 0),
-      maxRssBytes: read(() => parseCount(env.OVERLOAD_RSS_MB, 'OVERLOAD_RSS_MB', 0), 0) * 1024 * 1024,
+      maxEventLoopDelayMs: settings.OVERLOAD_EVENT_LOOP_DELAY_MS,
+      maxRssBytes: settings.OVERLOAD_RSS_MB * 1024 * 1024,
     },
   };
-  // Node refuses a server whose headers may take longer than the whole request.
-  if (config.timeouts.headersMs > config.timeouts.requestMs) problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
-  const secret = read(() => parseSecret(env.JWT_SECRET, nodeEnv), null);
-  if (problems.length > 0) throw new ConfigError(problems);
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.
-  return { ...config, jwtSecret: secret ?? localSecret(dataDir) };
+  return { ...config, jwtSecret: settings.JWT_SECRET ?? localSecret(dataDir) };
 }

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration, readEnvironment, type Config } from '../src/config.js';
+import { SettingError } from '../src/setting-error.js';
+import { SETTING_NAMES, settingSchemas } from '../src/settings.js';
 
 const SECRET = 's'.repeat(32);
 
@@ -401,5 +403,54 @@ describe('the .env file', () => {
         else process.env[name] = value;
       }
     }
+  });
+});
+
+describe('the settings schema', () => {
+  it('documents every setting and gives each one without a default a description of what unset means', () => {
+    for (const name of SETTING_NAMES) {
+      const schema = settingSchemas[name];
+      expect(schema.description, name).toMatch(/\S{3}/);
+      if (schema.default === undefined) expect(schema.description, name).toMatch(/unset/i);
+    }
+  });
+
+  it('names the allowed values of a refused choice', () => {
+    expect(rejected({ JWT_SECRET: SECRET, LOG_LEVEL: 'loud' }).message).toBe(
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    );
+  });
+
+  it('treats an empty variable as unset, so a blank line in a compose file keeps the default', () => {
+    expect(loadConfig({ JWT_SECRET: SECRET, DATA_DIR: tmpdir(), NODE_ENV: '', LOG_LEVEL: ' ' })).toMatchObject({
+      env: 'development',
+      logLevel: 'info',
+    });
+  });
+});
+
+describe('a data folder that cannot be written', () => {
+  let dir = '';
+
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'conduit-unwritable-'));
+  });
+
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stops the generated secret with a SettingError naming DATA_DIR and how to fix it', () => {
+    // A folder under a regular file: refused with ENOTDIR even for root, which ignores permission bits.
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, '');
+    let caught: unknown;
+    try {
+      loadConfig({ DATA_DIR: path.join(file, 'data') });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(SettingError);
+    expect((caught as SettingError).message).toMatch(/^DATA_DIR: cannot write the generated JWT secret to .*a-file\/data \(.+\); .*JWT_SECRET$/);
   });
 });

@@ -1,6 +1,7 @@
 import type { MigrationResult } from 'kysely/migration';
 import type { DatabaseHandle } from '../db/index.js';
 import { createMigrator, migrateToLatest, unwrap } from '../db/migrate.js';
+import { databaseMisconfiguration } from '../db/misconfigured.js';
 
 const report = (results: MigrationResult[], verb: string, none: string) =>
   results.length === 0 ? [none] : results.map((result) => `${verb} ${result.migrationName}`);
@@ -14,7 +15,12 @@ export const migrateDown = async (database: DatabaseHandle) =>
 
 /** One line per known migration, oldest first: applied (with when) or pending. */
 export async function migrationStatus(database: DatabaseHandle): Promise<string[]> {
-  const migrations = await createMigrator(database).getMigrations();
+  // Read outside a migration run, so no result set carries the failure for unwrap to explain.
+  const migrations = await createMigrator(database)
+    .getMigrations()
+    .catch((error: unknown) => {
+      throw databaseMisconfiguration(error) ?? error;
+    });
   return migrations.map(({ name, executedAt }) =>
     executedAt ? `applied  ${name}  ${executedAt.toISOString()}` : `pending  ${name}`,
   );

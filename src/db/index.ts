@@ -5,6 +5,7 @@ import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect,
 import pg from 'pg';
 import { setWithin } from '../bounded-map.js';
 import { FifoSlots } from '../fifo-slots.js';
+import { unwritable } from '../setting-error.js';
 import type { DatabaseConfig } from '../config.js';
 import { runPrecompiledDirectly } from './precompiled.js';
 import type { Database } from './schema.js';
@@ -101,10 +102,21 @@ class SqliteDialectForServer extends SqliteDialect {
   }
 }
 
+/** The file, created with its folder when new, in WAL mode: both need the folder to be writable. */
+function openSqliteFile(file: string): BetterSqlite3.Database {
+  try {
+    mkdirSync(path.dirname(file), { recursive: true });
+    const database = new BetterSqlite3(file);
+    database.pragma('journal_mode = WAL');
+    return database;
+  } catch (error) {
+    // DATABASE_URL names the file when set; unset, the file is in DATA_DIR, so the fix names both.
+    throw unwritable(error, 'DATABASE_URL', `the SQLite database ${file}`, 'point DATABASE_URL, or DATA_DIR when it is unset, at a writable folder');
+  }
+}
+
 function openSqlite(file: string): DatabaseHandle {
-  mkdirSync(path.dirname(file), { recursive: true });
-  const database = new BetterSqlite3(file);
-  database.pragma('journal_mode = WAL');
+  const database = openSqliteFile(file);
   // NORMAL in WAL mode never corrupts and survives a process crash; only an OS crash can lose the last commits.
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');

@@ -1,5 +1,6 @@
 import { Migrator, type Migration, type MigrationResult, type MigrationResultSet } from 'kysely/migration';
 import type { DatabaseHandle } from './index.js';
+import { databaseMisconfiguration } from './misconfigured.js';
 import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
 import { listCounters } from './migrations/0003_list_counters.js';
@@ -19,11 +20,18 @@ export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
   });
 }
 
-/** The migrations a run executed, or the failure as an Error naming the migration that broke. */
+/**
+ * The migrations a run executed, or the failure as an Error naming the migration that broke; a database that
+ * cannot be reached at all is a DATABASE_URL to fix, which no migration is to blame for.
+ */
 export function unwrap({ error, results }: MigrationResultSet): MigrationResult[] {
   if (error) {
+    const misconfigured = databaseMisconfiguration(error);
+    if (misconfigured) throw misconfigured;
     const failed = results?.find((result) => result.status === 'Error');
-    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`, { cause: error });
+    // No failed migration means the run broke before any began: reading or locking the migration tables.
+    const what = failed ? `migration ${failed.migrationName} failed` : 'the migrations could not start';
+    throw new Error(`${what}: ${String(error)}`, { cause: error });
   }
   return results ?? [];
 }

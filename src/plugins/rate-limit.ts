@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config, RateLimitConfig } from '../config.js';
 import { HttpError } from '../errors.js';
+import { SettingError, systemProblem } from '../setting-error.js';
 import { identityKey } from '../modules/users/queries.js';
 
 declare module 'fastify' {
@@ -58,14 +59,26 @@ async function connectRedis(app: FastifyInstance, url: string): Promise<Redis> {
     connectTimeout: 2000,
     commandTimeout: 500,
   });
-  redis.on('error', (error) => app.log.warn({ err: error }, 'Redis is unavailable: rate limits are not enforced until it is back'));
+  // ioredis rejects a failed connect with only "Connection is closed."; the 'error' event says why.
+  let refusal: unknown;
+  const noteRefusal = (error: unknown) => (refusal = error);
+  redis.on('error', noteRefusal);
   try {
     // At start, so that a wrong REDIS_URL stops a deploy instead of leaving every instance without limits.
     await redis.connect();
   } catch (error) {
     redis.disconnect();
-    throw new Error(`REDIS_URL does not answer: ${(error as Error).message}`);
+    const cause = refusal ?? error;
+    const { hostname, port } = new URL(url);
+    throw new SettingError(
+      'REDIS_URL',
+      `cannot connect to Redis at ${hostname || 'localhost'}:${port || 6379} (${systemProblem(cause) ?? (cause as Error).message})`,
+      'check the host and port, and that Redis is running; unset REDIS_URL to keep the counters in each process',
+      { cause },
+    );
   }
+  redis.off('error', noteRefusal);
+  redis.on('error', (error) => app.log.warn({ err: error }, 'Redis is unavailable: rate limits are not enforced until it is back'));
   // By onClose every request has finished, so no command is waiting for an answer.
   app.addHook('onClose', async () => redis.disconnect());
   return redis;

@@ -1,0 +1,190 @@
+import { isIP } from 'node:net';
+import { Type, type Static, type TSchema } from 'typebox';
+
+/*
+ * Every environment variable the server reads, in one JSON schema: its type, default, allowed values and the
+ * description that README.md's settings table and .env.example are generated from (npm run docs:settings).
+ * `errorMessage` says what a refused value should have been, where Ajv's own words ("must match pattern
+ * ...") would not help an operator; `writeOnly` marks values that may hold a password and are never echoed.
+ * Comma-separated lists are arrays: the reader splits them, so each bad entry is reported on its own.
+ * The order is the order of the table and of the problems reported at start.
+ */
+
+export const MIN_SECRET_LENGTH = 32;
+
+/** Seconds, or a number with a unit; at most nine digits, so that any value converts to milliseconds exactly. */
+const DURATION_PATTERN = String.raw`^\s*0*[1-9]\d{0,8}\s*[smhd]?\s*$`;
+
+const duration = (fallback: string, description: string) =>
+  Type.String({
+    default: fallback,
+    pattern: DURATION_PATTERN,
+    errorMessage: 'must be a duration such as 3600, 90m, 12h or 30d',
+    description,
+  });
+
+/** A limit or threshold where 0 turns the check off. */
+const count = (fallback: number, description: string) =>
+  Type.Integer({
+    default: fallback,
+    minimum: 0,
+    maximum: Number.MAX_SAFE_INTEGER,
+    errorMessage: 'must be a whole number, 0 for no limit',
+    description,
+  });
+
+const positive = (fallback: number, description: string) =>
+  Type.Integer({ default: fallback, minimum: 1, maximum: Number.MAX_SAFE_INTEGER, errorMessage: 'must be a positive whole number', description });
+
+const isPostgresUrl = (value: string) => /^postgres(ql)?:\/\//.test(value) && URL.canParse(value);
+
+/** Formats the schema names whose check is more than a pattern; registered with the validator by name. */
+export const SETTING_FORMATS = {
+  'database-url': (value: string) => /^sqlite:.+/.test(value) || isPostgresUrl(value),
+  'redis-url': (value: string) => /^rediss?:\/\//.test(value) && URL.canParse(value),
+  /** A hop count, or addresses and CIDR ranges, comma-separated. */
+  'trust-proxy': (value: string) =>
+    /^\s*\d+\s*$/.test(value) ||
+    value.split(',').every((entry) => isIP(entry.trim().replace(/\/\d{1,3}$/, '')) !== 0),
+};
+
+export const SETTINGS = Type.Object(
+  {
+    NODE_ENV: Type.Enum(['development', 'production', 'test'], {
+      default: 'development',
+      description: 'the environment the server runs in (`production` requires `JWT_SECRET`)',
+    }),
+    PORT: Type.Integer({
+      default: 3000,
+      minimum: 0,
+      maximum: 65535,
+      errorMessage: 'must be a port number from 0 to 65535',
+      description: 'TCP port',
+    }),
+    HOST: Type.String({ default: '127.0.0.1', description: 'interface to listen on (`0.0.0.0` in a container)' }),
+    LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      default: 'info',
+      description: 'the least severe log lines written',
+    }),
+    DATA_DIR: Type.String({ default: './data', description: 'where the default SQLite file and the generated secret live' }),
+    DATABASE_URL: Type.Optional(
+      Type.String({
+        format: 'database-url',
+        writeOnly: true,
+        errorMessage: 'must be sqlite:<path> (e.g. sqlite:./data/conduit.db) or a postgres:// URL',
+        description:
+          '`sqlite:<path>` for a SQLite file there, `postgres://user:pass@host:5432/db` for PostgreSQL; migrated on start either ' +
+          'way. Unset: `conduit.db` in `DATA_DIR`',
+      }),
+    ),
+    DATABASE_POOL_SIZE: positive(10, 'PostgreSQL connections per process'),
+    DATABASE_CONNECT_TIMEOUT: duration('5s', 'how long a request waits for a PostgreSQL connection before it is answered 503'),
+    JWT_SECRET: Type.Optional(
+      Type.String({
+        minLength: MIN_SECRET_LENGTH,
+        writeOnly: true,
+        errorMessage: `must be at least ${MIN_SECRET_LENGTH} characters long`,
+        description:
+          `HS256 signing secret, at least ${MIN_SECRET_LENGTH} characters; **required** when \`NODE_ENV=production\`. ` +
+          'Unset otherwise: generated once into `DATA_DIR/jwt-secret`',
+      }),
+    ),
+    JWT_EXPIRES_IN: duration('30d', 'token lifetime: seconds, or a number with `s`, `m`, `h`, `d`'),
+    CORS_ORIGINS: Type.Array(
+      Type.String({
+        pattern: String.raw`^(\*|https?://[^/\s]+)$`,
+        errorMessage: 'entries must look like https://example.com (no path)',
+      }),
+      {
+        default: ['*'],
+        description: 'comma-separated origins allowed to call the API from a browser, e.g. `https://app.example.com`; `*` allows any',
+      },
+    ),
+    WORKERS: positive(1, 'server processes sharing the port (node:cluster), same as `conduit serve --workers N`'),
+    TRUST_PROXY: Type.Optional(
+      Type.String({
+        format: 'trust-proxy',
+        errorMessage: 'must be a number of proxies or their addresses (10.0.0.1, 10.0.0.0/8)',
+        description:
+          'the proxies in front, whose `X-Forwarded-For` names the client: how many (`1` behind one load balancer) or their ' +
+          'addresses and ranges (`10.0.0.0/8,10.1.2.3`). Unset or `0`, the connecting address is the client. Needed behind a ' +
+          "proxy, or every client shares the proxy's limits",
+      }),
+    ),
+    RATE_LIMIT_MAX: count(
+      600,
+      'requests per client address per `RATE_LIMIT_WINDOW`, on every route but the health probes and `/metrics`; `0` turns the limit off',
+    ),
+    RATE_LIMIT_WINDOW: duration('1m', 'a duration, written like `JWT_EXPIRES_IN`'),
+    AUTH_RATE_LIMIT_MAX: count(
+      10,
+      'failed logins per account (its email, in any case) per `AUTH_RATE_LIMIT_WINDOW`; past it, logins to that account get 429 ' +
+        'until the window ends, right password or not; `0` off',
+    ),
+    AUTH_ADDRESS_RATE_LIMIT_MAX: count(
+      100,
+      'registrations and logins, whatever their outcome, per client address per `AUTH_RATE_LIMIT_WINDOW`; `0` off',
+    ),
+    AUTH_RATE_LIMIT_WINDOW: duration('15m', 'a duration'),
+    REDIS_URL: Type.Optional(
+      Type.String({
+        format: 'redis-url',
+        writeOnly: true,
+        errorMessage: 'must be a redis:// or rediss:// URL',
+        description:
+          '`redis://[:password@]host:6379[/db]` or `rediss://`: the limits\' counters, shared by every process and instance. ' +
+          'Unset, each process counts on its own. Must answer at start',
+      }),
+    ),
+    REDIS_KEY_PREFIX: Type.String({
+      default: 'conduit:',
+      description: 'start of every key written to Redis, so that deployments can share one Redis',
+    }),
+    HEADERS_TIMEOUT: duration('10s', 'time a client has to send its request line and headers; then 408 and the connection is closed'),
+    REQUEST_TIMEOUT: duration('30s', 'time a client has to send its whole request, body included (at least `HEADERS_TIMEOUT`)'),
+    KEEP_ALIVE_TIMEOUT: duration(
+      '72s',
+      "an idle kept-alive connection is closed after this; keep it above the load balancer's idle timeout (60 s on AWS ALB) " +
+        'so that the balancer, not the server, closes first',
+    ),
+    CONNECTION_TIMEOUT: duration(
+      '60s',
+      'a connection on which nothing moves for this long while a request is open (a client that stopped reading) is closed',
+    ),
+    OVERLOAD_EVENT_LOOP_DELAY_MS: count(
+      1000,
+      "requests get 503 while the event loop's mean delay over the last second is above this; `0` off",
+    ),
+    OVERLOAD_RSS_MB: count(
+      0,
+      "requests get 503 while the process's resident memory is above this many MiB; set it somewhat below the container's " +
+        'memory limit; `0` off',
+    ),
+  },
+  {
+    additionalProperties: false,
+    // Outside production a missing secret is generated; in production every instance must share one. NODE_ENV is
+    // required by the condition so that it never holds vacuously, whether or not Ajv has filled in the default yet.
+    if: { required: ['NODE_ENV'], properties: { NODE_ENV: { const: 'production' } } },
+    then: {
+      required: ['JWT_SECRET'],
+      errorMessage: `is required when NODE_ENV=production (use at least ${MIN_SECRET_LENGTH} random characters)`,
+    },
+  },
+);
+
+export type Settings = Static<typeof SETTINGS>;
+export type SettingName = keyof Settings;
+
+/** One setting's schema, with the annotations this project adds to JSON Schema. */
+export type SettingSchema = TSchema & {
+  type?: string;
+  default?: unknown;
+  description?: string;
+  enum?: unknown[];
+  writeOnly?: boolean;
+  errorMessage?: string;
+};
+
+export const settingSchemas = SETTINGS.properties as Record<SettingName, SettingSchema>;
+export const SETTING_NAMES = Object.keys(settingSchemas) as SettingName[];
