@@ -23,7 +23,7 @@
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import net from 'node:net';
@@ -63,12 +63,24 @@ function parseArgs(argv) {
       return argv[++i];
     };
     switch (flag) {
-      case '--db': opts.db = value(); break;
-      case '--suite': opts.suite = value(); break;
-      case '--keep': opts.keep = true; break;
-      case '--verbose': opts.verbose = true; break;
-      case '-h': case '--help': usage(); break;
-      default: usage(`unknown argument ${arg}`);
+      case '--db':
+        opts.db = value();
+        break;
+      case '--suite':
+        opts.suite = value();
+        break;
+      case '--keep':
+        opts.keep = true;
+        break;
+      case '--verbose':
+        opts.verbose = true;
+        break;
+      case '-h':
+      case '--help':
+        usage();
+        break;
+      default:
+        usage(`unknown argument ${arg}`);
     }
   }
   if (!['sqlite', 'postgres', 'all'].includes(opts.db)) usage(`--db must be sqlite, postgres or all (got ${opts.db})`);
@@ -159,11 +171,14 @@ function run(cmd, args, { cwd, env, timeoutMs = SUITE_TIMEOUT_MS, logFile, echo 
 }
 
 function indent(text, prefix = '    ') {
-  return text.split('\n').map((l) => prefix + l).join('\n');
+  return text
+    .split('\n')
+    .map((l) => prefix + l)
+    .join('\n');
 }
 
 function oneLine(value, max = 300) {
-  const s = (typeof value === 'string' ? value : JSON.stringify(value) ?? String(value)).replace(/\s+/g, ' ').trim();
+  const s = (typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))).replace(/\s+/g, ' ').trim();
   return s.length > max ? `${s.slice(0, max)}…` : s;
 }
 
@@ -213,10 +228,7 @@ async function dropPgDatabase(baseUrl, name) {
       await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     } catch {
       // PostgreSQL < 13 has no WITH (FORCE).
-      await client.query(
-        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [name],
-      );
+      await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
       await client.query(`DROP DATABASE IF EXISTS "${name}"`);
     }
   } finally {
@@ -245,12 +257,15 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
     interrupted = true;
     console.error(`\nconformance: ${sig}, cleaning up`);
     for (const undo of [...cleanups].reverse()) {
-      try { await undo(); } catch (err) { console.error(`conformance: cleanup failed: ${err.message}`); }
+      try {
+        await undo();
+      } catch (err) {
+        console.error(`conformance: cleanup failed: ${err.message}`);
+      }
     }
     process.exit(130);
   });
 }
-
 
 async function startServer({ port, databaseUrl, logFile }) {
   const env = {
@@ -324,7 +339,7 @@ function brunoFailureDetails(result) {
   if (result.error) lines.push(`error: ${oneLine(result.error)}`);
   for (const a of result.assertionResults || []) {
     if (a.status !== 'pass') {
-      lines.push(`assert ${a.lhsExpr} ${a.rhsExpr ?? ''}`.trimEnd() + `: ${oneLine(a.error ?? a.status)}`);
+      lines.push(`${`assert ${a.lhsExpr} ${a.rhsExpr ?? ''}`.trimEnd()}: ${oneLine(a.error ?? a.status)}`);
     }
   }
   for (const [kind, list] of [
@@ -342,7 +357,9 @@ function brunoFailureDetails(result) {
 function requestFailed(result) {
   if (result.status === 'error' || result.error) return true;
   const lists = [result.assertionResults, result.testResults, result.preRequestTestResults, result.postResponseTestResults];
-  return lists.some((list) => (list || []).some((x) => x.status !== 'pass' && x.status !== 'skipped') || (list || []).some((x) => x.isScriptError));
+  return lists.some(
+    (list) => (list || []).some((x) => x.status !== 'pass' && x.status !== 'skipped') || (list || []).some((x) => x.isScriptError),
+  );
 }
 
 async function runBruno({ port, workDir, folders, verbose }) {
@@ -358,7 +375,10 @@ async function runBruno({ port, workDir, folders, verbose }) {
     const report = path.join(workDir, `bruno-${folder.name}.json`);
     const args = [bru, 'run', folder.name, '--env', 'local', '--env-var', `host=${host}`, '--sandbox', 'safe', '--reporter-json', report];
     const res = await run(process.execPath, args, {
-      cwd: BRUNO_DIR, env, logFile: path.join(workDir, `bruno-${folder.name}.log`), echo: verbose,
+      cwd: BRUNO_DIR,
+      env,
+      logFile: path.join(workDir, `bruno-${folder.name}.log`),
+      echo: verbose,
     });
 
     let iterations = null;
@@ -372,14 +392,21 @@ async function runBruno({ port, workDir, folders, verbose }) {
     // Exit status 0 = all passed, 1 = some request/test/assertion failed; anything else is a runner error.
     const runnerBroke = res.error || res.timedOut || ![0, 1].includes(res.code) || !Array.isArray(iterations);
     if (runnerBroke) {
-      const why = res.error ? res.error.message : res.timedOut ? 'timed out' : `exit code ${res.code}${res.signal ? `, signal ${res.signal}` : ''}`;
+      const why = res.error
+        ? res.error.message
+        : res.timedOut
+          ? 'timed out'
+          : `exit code ${res.code}${res.signal ? `, signal ${res.signal}` : ''}`;
       problems.push(`bruno ${folder.name}: runner failed (${why}); output:\n${indent(res.output.tail(60))}`);
       totals.failed += folder.expected;
       console.log(`  bruno ${folder.name.padEnd(22)} RUNNER FAILED (${why})`);
       continue;
     }
 
-    let total = 0, passed = 0, failed = 0, skipped = 0;
+    let total = 0,
+      passed = 0,
+      failed = 0,
+      skipped = 0;
     for (const it of iterations) {
       for (const r of it.results || []) {
         total++;
@@ -402,7 +429,7 @@ async function runBruno({ port, workDir, folders, verbose }) {
       }
       // Cross-check with Bruno's own summary of the iteration.
       const s = it.summary;
-      if (s && (s.passedRequests !== undefined) && s.passedRequests !== passed) {
+      if (s && s.passedRequests !== undefined && s.passedRequests !== passed) {
         problems.push(`bruno ${folder.name}: Bruno's summary says ${s.passedRequests} passed, the results list ${passed}`);
       }
     }
@@ -415,7 +442,9 @@ async function runBruno({ port, workDir, folders, verbose }) {
     totals.passed += passed;
     totals.failed += failed;
     totals.skipped += skipped;
-    console.log(`  bruno ${folder.name.padEnd(22)} ${passed}/${folder.expected} requests passed${failed ? `, ${failed} failed` : ''}${skipped ? `, ${skipped} skipped` : ''}`);
+    console.log(
+      `  bruno ${folder.name.padEnd(22)} ${passed}/${folder.expected} requests passed${failed ? `, ${failed} failed` : ''}${skipped ? `, ${skipped} skipped` : ''}`,
+    );
   }
   if (totals.total !== totals.expected) {
     problems.push(`bruno: ran ${totals.total} requests in all, the collection has ${totals.expected}`);
@@ -429,9 +458,12 @@ async function runBruno({ port, workDir, folders, verbose }) {
 function postmanUrl(url) {
   if (!url) return '?';
   if (typeof url === 'string') return url;
-  const host = Array.isArray(url.host) ? url.host.join('.') : url.host ?? '';
-  const pathPart = Array.isArray(url.path) ? `/${url.path.join('/')}` : url.path ?? '';
-  const query = (url.query || []).filter((q) => !q.disabled).map((q) => `${q.key}=${q.value ?? ''}`).join('&');
+  const host = Array.isArray(url.host) ? url.host.join('.') : (url.host ?? '');
+  const pathPart = Array.isArray(url.path) ? `/${url.path.join('/')}` : (url.path ?? '');
+  const query = (url.query || [])
+    .filter((q) => !q.disabled)
+    .map((q) => `${q.key}=${q.value ?? ''}`)
+    .join('&');
   return `${url.protocol ? `${url.protocol}://` : ''}${host}${url.port ? `:${url.port}` : ''}${pathPart}${query ? `?${query}` : ''}`;
 }
 
@@ -446,20 +478,32 @@ async function runNewman({ port, workDir, verbose }) {
   const unique = `conf${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   const report = path.join(workDir, 'newman.json');
   const args = [
-    newman, 'run', POSTMAN_FILE,
-    '--delay-request', '1',
-    '--global-var', `APIURL=http://127.0.0.1:${port}/api`,
-    '--global-var', `USERNAME=${unique}`,
-    '--global-var', `EMAIL=${unique}@mail.com`,
-    '--global-var', 'PASSWORD=password',
-    '--reporters', 'cli,json',
-    '--reporter-json-export', report,
-    '--color', 'off',
+    newman,
+    'run',
+    POSTMAN_FILE,
+    '--delay-request',
+    '1',
+    '--global-var',
+    `APIURL=http://127.0.0.1:${port}/api`,
+    '--global-var',
+    `USERNAME=${unique}`,
+    '--global-var',
+    `EMAIL=${unique}@mail.com`,
+    '--global-var',
+    'PASSWORD=password',
+    '--reporters',
+    'cli,json',
+    '--reporter-json-export',
+    report,
+    '--color',
+    'off',
     '--disable-unicode',
   ];
   const res = await run(process.execPath, args, {
-    cwd: REALWORLD_DIR, env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
-    logFile: path.join(workDir, 'newman.log'), echo: verbose,
+    cwd: REALWORLD_DIR,
+    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+    logFile: path.join(workDir, 'newman.log'),
+    echo: verbose,
   });
   const problems = [];
   let summary = null;
@@ -510,7 +554,9 @@ async function runNewman({ port, workDir, verbose }) {
   if (totals.requests === 0) problems.push('newman ran no request');
   if (total === 0) problems.push('newman ran no assertion');
   const ok = problems.length === 0 && failed === 0 && totals.requestsFailed === 0 && totals.scriptsFailed === 0 && res.code === 0;
-  console.log(`  newman                       ${totals.passed}/${total} assertions passed${failed ? `, ${failed} failed` : ''} (${totals.requests} requests${totals.requestsFailed ? `, ${totals.requestsFailed} failed` : ''})`);
+  console.log(
+    `  newman                       ${totals.passed}/${total} assertions passed${failed ? `, ${failed} failed` : ''} (${totals.requests} requests${totals.requestsFailed ? `, ${totals.requestsFailed} failed` : ''})`,
+  );
   return { ok, totals, failures, problems };
 }
 
@@ -550,7 +596,9 @@ async function runTarget(target, opts, folders) {
     }
     if (opts.suite !== 'bruno') {
       if (server.exited) {
-        result.problems.push(`server exited during the Bruno run (code ${server.exited.code}, signal ${server.exited.signal}); newman not run`);
+        result.problems.push(
+          `server exited during the Bruno run (code ${server.exited.code}, signal ${server.exited.signal}); newman not run`,
+        );
       } else {
         result.newman = await runNewman({ port, workDir, verbose: opts.verbose });
         result.problems.push(...result.newman.problems);
@@ -582,10 +630,8 @@ async function runTarget(target, opts, folders) {
       }
     }
   }
-  result.ok = result.started
-    && result.problems.length === 0
-    && (result.bruno ? result.bruno.ok : true)
-    && (result.newman ? result.newman.ok : true);
+  result.ok =
+    result.started && result.problems.length === 0 && (result.bruno ? result.bruno.ok : true) && (result.newman ? result.newman.ok : true);
   return result;
 }
 
@@ -594,7 +640,9 @@ function summaryLine(r) {
   if (!r.started) parts.push('server failed to start');
   if (r.bruno) {
     const t = r.bruno.totals;
-    parts.push(`bruno ${t.passed}/${t.expected} requests passed${t.failed ? ` (${t.failed} failed)` : ''}${t.total !== t.expected ? ` [ran ${t.total}]` : ''}`);
+    parts.push(
+      `bruno ${t.passed}/${t.expected} requests passed${t.failed ? ` (${t.failed} failed)` : ''}${t.total !== t.expected ? ` [ran ${t.total}]` : ''}`,
+    );
   }
   if (r.newman) {
     const t = r.newman.totals;

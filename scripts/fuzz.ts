@@ -4,7 +4,7 @@
  */
 import { buildApp } from '../src/app.js';
 import { createScratchDatabase, DATABASES, testConfig } from '../test/support/app.js';
-import { createFixture, failureReport, fuzz, FUZZ_SETTINGS, fuzzSeed } from '../test/support/fuzz.js';
+import { createFixture, FUZZ_SETTINGS, failureReport, fuzz, fuzzSeed } from '../test/support/fuzz.js';
 
 const runs = Number(process.env.FUZZ_RUNS || 10_000);
 if (!Number.isSafeInteger(runs) || runs < 1) throw new Error(`FUZZ_RUNS must be a positive integer, got "${process.env.FUZZ_RUNS}"`);

@@ -2,9 +2,9 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
 import { serve } from './cli/serve.js';
 import { ConfigError, loadConfig } from './config.js';
-import { openDatabase, type DatabaseHandle } from './db/index.js';
+import { type DatabaseHandle, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
-import { SEED_PASSWORD, SEED_SIZES, seedDatabase, type SeedCounts } from './db/seed.js';
+import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './db/seed.js';
 
 const ENVIRONMENT_HELP = `
 Settings come from the same environment variables as the server (DATABASE_URL, JWT_SECRET, ...; see README.md).`;
@@ -37,9 +37,7 @@ function program(): Command {
     .description('start the API server (what `npm start` runs); migrates the database first')
     .addOption(
       // The default comes from the validated config, so WORKERS also works from a .env file.
-      new Option('-w, --workers <n>', 'server processes sharing the port (node:cluster), default WORKERS or 1').argParser(
-        wholeNumber(1),
-      ),
+      new Option('-w, --workers <n>', 'server processes sharing the port (node:cluster), default WORKERS or 1').argParser(wholeNumber(1)),
     )
     .addHelpText(
       'after',
@@ -79,7 +77,12 @@ nothing caught is logged at fatal and does the same, then exits 1.${ENVIRONMENT_
     seed.option(`--${count} <n>`, `number of ${count} (overrides --size)`, wholeNumber(0));
   }
   const presets = Object.entries(SEED_SIZES)
-    .map(([name, counts]) => `  ${name.padEnd(7)} ${Object.entries(counts).map(([what, n]) => `${n} ${what}`).join(', ')}`)
+    .map(
+      ([name, counts]) =>
+        `  ${name.padEnd(7)} ${Object.entries(counts)
+          .map(([what, n]) => `${n} ${what}`)
+          .join(', ')}`,
+    )
     .join('\n');
   seed
     .addHelpText(
@@ -97,7 +100,10 @@ Everything is written in one transaction; on top of existing data, names and slu
       // Only the seed command draws a progress bar; the server does not load it.
       const { SingleBar } = await import('cli-progress');
       const bar = new SingleBar({ format: 'seeding [{bar}] {percentage}% | {value}/{total} rows | {duration_formatted}' });
-      bar.start(Object.values(counts).reduce((sum, n) => sum + n, 0), 0);
+      bar.start(
+        Object.values(counts).reduce((sum, n) => sum + n, 0),
+        0,
+      );
       const result = await withDatabase(async (database) => {
         // Like the server: a fresh database gets its tables first.
         await migrateToLatest(database);

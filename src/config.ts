@@ -5,7 +5,15 @@ import { parseEnv } from 'node:util';
 import { Ajv, type ErrorObject } from 'ajv';
 import { envSchema } from 'env-schema';
 import { unwritable } from './setting-error.js';
-import { MIN_SECRET_LENGTH, SETTING_FORMATS, SETTING_NAMES, SETTINGS, settingSchemas, type SettingName, type Settings } from './settings.js';
+import {
+  MIN_SECRET_LENGTH,
+  SETTING_FORMATS,
+  SETTING_NAMES,
+  SETTINGS,
+  type SettingName,
+  type Settings,
+  settingSchemas,
+} from './settings.js';
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string }
@@ -113,7 +121,13 @@ function settingValues(env: Env): Partial<Record<SettingName, string | string[]>
   for (const name of SETTING_NAMES) {
     const raw = env[name];
     if (raw === undefined || raw.trim() === '') continue;
-    values[name] = settingSchemas[name].type === 'array' ? raw.split(',').map((entry) => entry.trim()).filter(Boolean) : raw;
+    values[name] =
+      settingSchemas[name].type === 'array'
+        ? raw
+            .split(',')
+            .map((entry) => entry.trim())
+            .filter(Boolean)
+        : raw;
   }
   return values;
 }
@@ -170,7 +184,10 @@ function readSettings(env: Env): Settings {
 function trustProxy(raw: string | undefined): Config['trustProxy'] {
   const text = raw?.trim() ?? '0';
   if (/^\d+$/.test(text)) return Number(text) === 0 ? false : Number(text);
-  return text.split(',').map((entry) => entry.trim()).filter(Boolean);
+  return text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
 }
 
 function database(settings: Settings, dataDir: string): DatabaseConfig {
@@ -198,7 +215,12 @@ function localSecret(dataDir: string): string {
     // The secret an earlier start wrote is the one to keep using; any other EEXIST is a file where a folder should be.
     const { code, path: where } = error as NodeJS.ErrnoException;
     if (code !== 'EEXIST' || where !== file) {
-      throw unwritable(error, 'DATA_DIR', `the generated JWT secret to ${dataDir}`, 'point DATA_DIR at a writable folder, or set JWT_SECRET');
+      throw unwritable(
+        error,
+        'DATA_DIR',
+        `the generated JWT secret to ${dataDir}`,
+        'point DATA_DIR at a writable folder, or set JWT_SECRET',
+      );
     }
   }
   const secret = readFileSync(file, 'utf8').trim();

@@ -7,7 +7,11 @@ export class HttpError extends Error {
     readonly statusCode: number,
     readonly errors: Record<string, string[]>,
   ) {
-    super(Object.entries(errors).map(([key, messages]) => `${key} ${messages.join(', ')}`).join('; '));
+    super(
+      Object.entries(errors)
+        .map(([key, messages]) => `${key} ${messages.join(', ')}`)
+        .join('; '),
+    );
     this.name = 'HttpError';
   }
 }

@@ -1,4 +1,4 @@
-import { Type, type TNumberOptions, type TSchema, type TStringOptions } from 'typebox';
+import { type TNumberOptions, type TSchema, type TStringOptions, Type } from 'typebox';
 import { FINITE_KEYWORD, MESSAGE_KEYWORD } from './plugins/validation.js';
 
 /** A required string that may not be empty or only white space. */
@@ -31,8 +31,7 @@ export const NullableString = (options: TStringOptions & Record<string, unknown>
   Type.Unsafe<string | null>({ ...Type.String(options), type: ['string', 'null'] });
 
 /** Wraps a payload in the single key the RealWorld API puts around it: `{"user": {...}}`. */
-export const Wrapped = <K extends string, T extends TSchema>(key: K, schema: T) =>
-  Type.Object({ [key]: schema } as { [P in K]: T });
+export const Wrapped = <K extends string, T extends TSchema>(key: K, schema: T) => Type.Object({ [key]: schema } as { [P in K]: T });
 
 export const ErrorBody = Type.Object(
   { errors: Type.Record(Type.String(), Type.Array(Type.String())) },

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { Type, type Static, type TSchema } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 
 /*
  * Every environment variable the server reads, in one JSON schema: its type, default, allowed values and the
@@ -34,7 +34,13 @@ const count = (fallback: number, description: string) =>
   });
 
 const positive = (fallback: number, description: string) =>
-  Type.Integer({ default: fallback, minimum: 1, maximum: Number.MAX_SAFE_INTEGER, errorMessage: 'must be a positive whole number', description });
+  Type.Integer({
+    default: fallback,
+    minimum: 1,
+    maximum: Number.MAX_SAFE_INTEGER,
+    errorMessage: 'must be a positive whole number',
+    description,
+  });
 
 const isPostgresUrl = (value: string) => /^postgres(ql)?:\/\//.test(value) && URL.canParse(value);
 
@@ -44,8 +50,7 @@ export const SETTING_FORMATS = {
   'redis-url': (value: string) => /^rediss?:\/\//.test(value) && URL.canParse(value),
   /** A hop count, or addresses and CIDR ranges, comma-separated. */
   'trust-proxy': (value: string) =>
-    /^\s*\d+\s*$/.test(value) ||
-    value.split(',').every((entry) => isIP(entry.trim().replace(/\/\d{1,3}$/, '')) !== 0),
+    /^\s*\d+\s*$/.test(value) || value.split(',').every((entry) => isIP(entry.trim().replace(/\/\d{1,3}$/, '')) !== 0),
 };
 
 export const SETTINGS = Type.Object(
@@ -132,7 +137,7 @@ export const SETTINGS = Type.Object(
         writeOnly: true,
         errorMessage: 'must be a redis:// or rediss:// URL',
         description:
-          '`redis://[:password@]host:6379[/db]` or `rediss://`: the limits\' counters, shared by every process and instance. ' +
+          "`redis://[:password@]host:6379[/db]` or `rediss://`: the limits' counters, shared by every process and instance. " +
           'Unset, each process counts on its own. Must answer at start',
       }),
     ),
@@ -166,6 +171,7 @@ export const SETTINGS = Type.Object(
     // Outside production a missing secret is generated; in production every instance must share one. NODE_ENV is
     // required by the condition so that it never holds vacuously, whether or not Ajv has filled in the default yet.
     if: { required: ['NODE_ENV'], properties: { NODE_ENV: { const: 'production' } } },
+    // biome-ignore lint/suspicious/noThenProperty: `then` is JSON Schema's keyword here, never awaited.
     then: {
       required: ['JWT_SECRET'],
       errorMessage: `is required when NODE_ENV=production (use at least ${MIN_SECRET_LENGTH} random characters)`,

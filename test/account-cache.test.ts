@@ -58,13 +58,17 @@ describeEachDatabase('cached accounts after changes made elsewhere', (ctx) => {
 
   it('leaves cached accounts alone when only the counters on the user row move', async () => {
     const user = await cachedUser();
-    const before = Number((await sql<{ value: number }>`select value from counters where name = 'account_version'`.execute(db())).rows[0]!.value);
+    const before = Number(
+      (await sql<{ value: number }>`select value from counters where name = 'account_version'`.execute(db())).rows[0]!.value,
+    );
     const article = await call(ctx().app, 'POST', '/api/articles', {
       token: user.token,
       body: { article: { title: `Counted ${user.username}`, description: 'd', body: 'b' } },
     });
     expect(article.status).toBe(201);
-    const after = Number((await sql<{ value: number }>`select value from counters where name = 'account_version'`.execute(db())).rows[0]!.value);
+    const after = Number(
+      (await sql<{ value: number }>`select value from counters where name = 'account_version'`.execute(db())).rows[0]!.value,
+    );
     expect(after).toBe(before);
   });
 });

@@ -35,7 +35,11 @@ describe('API index at / and /api', () => {
   it('gets the security headers, CORS and the per-address rate limit like every API route', async () => {
     const app = await sqliteAppWith(defer, { RATE_LIMIT_MAX: '2', CORS_ORIGINS: 'https://app.example.com' });
     const from = { remoteAddress: '192.0.2.1', headers: { origin: 'https://app.example.com' } };
-    const answers = [await app.inject({ url: '/', ...from }), await app.inject({ url: '/api', ...from }), await app.inject({ url: '/', ...from })];
+    const answers = [
+      await app.inject({ url: '/', ...from }),
+      await app.inject({ url: '/api', ...from }),
+      await app.inject({ url: '/', ...from }),
+    ];
     expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200, 429]);
     for (const answer of answers) {
       expect(answer.headers['access-control-allow-origin']).toBe('https://app.example.com');

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
-import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SUMMARY_KEYS = ['author', 'createdAt', 'description', 'favorited', 'favoritesCount', 'slug', 'tagList', 'title', 'updatedAt'];
@@ -43,9 +43,7 @@ describeEachDatabase('article lists', (ctx) => {
   const expected = (keep: (article: Seeded) => boolean) => newestFirst.filter(keep).map((article) => article.slug);
 
   beforeAll(async () => {
-    const users = await Promise.all(
-      ['alice', 'bob', 'carol', 'dave', 'viewer', 'fan'].map((prefix) => registerUser(app(), prefix)),
-    );
+    const users = await Promise.all(['alice', 'bob', 'carol', 'dave', 'viewer', 'fan'].map((prefix) => registerUser(app(), prefix)));
     authors = users.slice(0, 4);
     [viewer, fan] = users.slice(4) as [TestUser, TestUser];
     const suffix = unique('');
@@ -68,7 +66,15 @@ describeEachDatabase('article lists', (ctx) => {
         body: `Body ${index}`,
         tagList: [...tags].reverse(),
       });
-      created.push({ index, slug: article.slug, title, description: `Description ${index}`, author, tags: [...tags].sort(), favoritedBy: new Set() });
+      created.push({
+        index,
+        slug: article.slug,
+        title,
+        description: `Description ${index}`,
+        author,
+        tags: [...tags].sort(),
+        favoritedBy: new Set(),
+      });
     }
 
     const favorites: Array<[TestUser, (index: number) => boolean]> = [
@@ -327,7 +333,12 @@ describeEachDatabase('article lists', (ctx) => {
       const followed = new Set([authors[1]!.username, authors[3]!.username]);
       const response = await list('?limit=100', viewer.token);
       expect(response.status).toBe(200);
-      const items = response.body.articles as Array<{ slug: string; favorited: boolean; favoritesCount: number; author: { username: string; following: boolean } }>;
+      const items = response.body.articles as Array<{
+        slug: string;
+        favorited: boolean;
+        favoritesCount: number;
+        author: { username: string; following: boolean };
+      }>;
       expect(slugsOf(items)).toEqual(expected(() => true));
       items.forEach((item, position) => {
         const seeded = newestFirst[position]!;

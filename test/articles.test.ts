@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
-import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ARTICLE_KEYS = ['author', 'body', 'createdAt', 'description', 'favorited', 'favoritesCount', 'slug', 'tagList', 'title', 'updatedAt'];
@@ -316,7 +316,7 @@ describeEachDatabase('articles', (ctx) => {
       expect(response.body).toEqual({ errors: { article: ['not found'] } });
     });
 
-    it('shows favorited and following from the viewer\'s point of view', async () => {
+    it("shows favorited and following from the viewer's point of view", async () => {
       const author = await registerUser(app(), 'author');
       const reader = await registerUser(app(), 'reader');
       const article = await createArticle(app(), author.token);
@@ -450,7 +450,7 @@ describeEachDatabase('articles', (ctx) => {
       expect(moved.body.article.title).toBe(`Brand New Title ${id}`);
     });
 
-    it('gives a distinct slug when the new title\'s slug is taken by another article', async () => {
+    it("gives a distinct slug when the new title's slug is taken by another article", async () => {
       const author = await registerUser(app(), 'author');
       const id = unique('t');
       const taken = await createArticle(app(), author.token, { title: `Taken ${id}` });
@@ -492,7 +492,7 @@ describeEachDatabase('articles', (ctx) => {
       });
     });
 
-    it('answers 403 for another user\'s article and changes nothing', async () => {
+    it("answers 403 for another user's article and changes nothing", async () => {
       const author = await registerUser(app(), 'author');
       const intruder = await registerUser(app(), 'intruder');
       const created = await createArticle(app(), author.token, { tagList: ['x'] });
@@ -574,7 +574,7 @@ describeEachDatabase('articles', (ctx) => {
       expect(again.body).toEqual({ errors: { article: ['not found'] } });
     });
 
-    it('answers 403 for another user\'s article and keeps it', async () => {
+    it("answers 403 for another user's article and keeps it", async () => {
       const author = await registerUser(app(), 'author');
       const intruder = await registerUser(app(), 'intruder');
       const created = await createArticle(app(), author.token);
@@ -638,13 +638,13 @@ describeEachDatabase('articles', (ctx) => {
       expect(response.body).toEqual({ errors: { article: ['not found'] } });
     });
 
-    it('422 before 403: an invalid body on another user\'s article', async () => {
+    it("422 before 403: an invalid body on another user's article", async () => {
       const response = await put(slug, other.token, { body: '  ' });
       expect(response.status).toBe(422);
       expect(response.body).toEqual({ errors: { body: ["can't be blank"] } });
     });
 
-    it('403 for a valid body on another user\'s article', async () => {
+    it("403 for a valid body on another user's article", async () => {
       const response = await put(slug, other.token, { body: 'fine' });
       expect(response.status).toBe(403);
       expect(response.body).toEqual({ errors: { article: ['forbidden'] } });

@@ -1,7 +1,7 @@
 import { decodeJwt, SignJWT, UnsecuredJWT } from 'jose';
 import { expect, it, vi } from 'vitest';
 import { describeEachDatabase, TEST_SECRET } from './support/app.js';
-import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 const MISSING = { errors: { token: ['is missing'] } };
 const INVALID = { errors: { token: ['is invalid'] } };
@@ -39,15 +39,18 @@ const claimsOf = (user: TestUser): Required<Omit<ForgedClaims, 'iat'>> => {
 
 describeEachDatabase('auth', (ctx) => {
   const app = () => ctx().app;
-  const me = (authorization?: string) =>
-    call(app(), 'GET', '/api/user', authorization === undefined ? {} : { headers: { authorization } });
+  const me = (authorization?: string) => call(app(), 'GET', '/api/user', authorization === undefined ? {} : { headers: { authorization } });
   const login = (email: string, password: string) => call(app(), 'POST', '/api/users/login', { body: { user: { email, password } } });
 
   // ---------------------------------------------------------------- token carried by the server
 
   it('issues HS256 tokens carrying the user id, token version, a jti and a 30-day expiry', async () => {
     const user = await registerUser(app());
-    const row = await app().db.selectFrom('users').select(['id', 'token_version']).where('username_key', '=', user.username.toLowerCase()).executeTakeFirstOrThrow();
+    const row = await app()
+      .db.selectFrom('users')
+      .select(['id', 'token_version'])
+      .where('username_key', '=', user.username.toLowerCase())
+      .executeTakeFirstOrThrow();
     const [header] = user.token.split('.');
     expect(JSON.parse(Buffer.from(header!, 'base64url').toString())).toMatchObject({ alg: 'HS256' });
     const claims = decodeJwt(user.token);
@@ -189,7 +192,12 @@ describeEachDatabase('auth', (ctx) => {
   it('refuses a token with alg "none"', async () => {
     const user = await registerUser(app());
     const claims = claimsOf(user);
-    const token = new UnsecuredJWT({ ver: claims.ver }).setSubject(claims.sub).setJti(claims.jti).setIssuedAt().setExpirationTime(claims.exp).encode();
+    const token = new UnsecuredJWT({ ver: claims.ver })
+      .setSubject(claims.sub)
+      .setJti(claims.jti)
+      .setIssuedAt()
+      .setExpirationTime(claims.exp)
+      .encode();
     expect(token.endsWith('.')).toBe(true);
     const response = await me(`Token ${token}`);
     expect(response.status).toBe(401);
@@ -225,7 +233,13 @@ describeEachDatabase('auth', (ctx) => {
     const user = await registerUser(app());
     const expired = await forge({ ...claimsOf(user), iat: nowSeconds() - 7200, exp: nowSeconds() - 60 });
     const article = await createArticle(app(), user.token);
-    const urls = ['/api/articles', `/api/profiles/${user.username}`, '/api/profiles/nobody-here', `/api/articles/${article.slug}`, `/api/articles/${article.slug}/comments`];
+    const urls = [
+      '/api/articles',
+      `/api/profiles/${user.username}`,
+      '/api/profiles/nobody-here',
+      `/api/articles/${article.slug}`,
+      `/api/articles/${article.slug}/comments`,
+    ];
     for (const url of urls) {
       const invalid = await call(app(), 'GET', url, { headers: { authorization: 'Token not.a.token' } });
       expect(invalid.status, url).toBe(401);
@@ -338,7 +352,11 @@ describeEachDatabase('auth', (ctx) => {
     const again = await call(app(), 'PUT', '/api/user', { token: tokenC, body: { user: { password: 'a-third-password' } } });
     expect(again.status).toBe(200);
     const tokenE: string = again.body.user.token;
-    for (const [name, token] of [['A', tokenA], ['B', tokenB], ['D', tokenD]] as const) {
+    for (const [name, token] of [
+      ['A', tokenA],
+      ['B', tokenB],
+      ['D', tokenD],
+    ] as const) {
       const response = await me(`Token ${token}`);
       expect(response.status, name).toBe(401);
       expect(response.body, name).toEqual(INVALID);

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { sql, type RawBuilder } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Progress } from '../scripts/bench/progress.js';
-import { BENCH_PASSWORD, buildPlan, MAX_COMMENTS_PER_ARTICLE, SCALES } from '../scripts/bench/seed-data.js';
 import { seedDatabase } from '../scripts/bench/seed.js';
+import { BENCH_PASSWORD, buildPlan, MAX_COMMENTS_PER_ARTICLE, SCALES } from '../scripts/bench/seed-data.js';
 import { buildApp } from '../src/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { call } from './support/client.js';
-import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
 
 const scale = SCALES.small;
 
@@ -55,7 +55,9 @@ for (const kind of DATABASES) {
         comments: scale.comments,
       });
       expect(await value(sql`select count(*) as n from article_tags`)).toBeGreaterThanOrEqual(scale.articles);
-      expect(await value(sql`select count(*) as n from articles a where not exists (select 1 from article_tags x where x.article_id = a.id)`)).toBe(0);
+      expect(
+        await value(sql`select count(*) as n from articles a where not exists (select 1 from article_tags x where x.article_id = a.id)`),
+      ).toBe(0);
     });
 
     it('keeps every counter equal to the rows it counts', async () => {
@@ -116,7 +118,11 @@ for (const kind of DATABASES) {
         body: { article: { title: 'After the seed', description: 'd', body: 'b', tagList: ['javascript'] } },
       });
       expect(created.status).toBe(201);
-      const row = await app().db.selectFrom('articles').select('id').where('slug', '=', created.body.article.slug).executeTakeFirstOrThrow();
+      const row = await app()
+        .db.selectFrom('articles')
+        .select('id')
+        .where('slug', '=', created.body.article.slug)
+        .executeTakeFirstOrThrow();
       expect(row.id).toBe(scale.articles + 1);
     });
   });

@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { createScratchDatabase, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, type ScratchDatabase, testConfig } from './support/app.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 // The machine has no network: without these Chromium waits on update, sync and QUIC probes that never answer.

@@ -41,7 +41,9 @@ describe('npm start builds only when the sources changed', () => {
     for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
   });
 
-  it('builds a fresh clone, then starts again without building until a source, tsconfig or package.json changes', { timeout: 60_000 }, () => {
+  it('builds a fresh clone, then starts again without building until a source, tsconfig or package.json changes', {
+    timeout: 60_000,
+  }, () => {
     const root = fakeProject();
     roots.push(root);
 
@@ -57,7 +59,11 @@ describe('npm start builds only when the sources changed', () => {
     expect(builds(root)).toBe(1);
     expect(builtAt(root)).toBe(built);
 
-    for (const [file, count] of [['src/modules/routes.ts', 2], ['tsconfig.json', 3], ['package.json', 4]] as const) {
+    for (const [file, count] of [
+      ['src/modules/routes.ts', 2],
+      ['tsconfig.json', 3],
+      ['package.json', 4],
+    ] as const) {
       editLater(root, file);
       const again = prestart(root);
       expect(again.status, again.stderr).toBe(0);

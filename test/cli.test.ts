@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { openDatabase, type DatabaseHandle } from '../src/db/index.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
 import { SEED_PASSWORD } from '../src/db/seed.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { call } from './support/client.js';
-import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 import { childEnv, runConduit } from './support/processes.js';
 
@@ -33,14 +33,24 @@ describe('conduit --help', () => {
 /** Rows per table, and how many counters and copies disagree with the rows they stand for. */
 async function census({ db }: DatabaseHandle) {
   const count = async (table: 'users' | 'articles' | 'tags' | 'article_tags' | 'follows' | 'favorites' | 'comments') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const tagsPerArticle = await db
     .selectFrom('articles')
     .leftJoin('article_tags', 'article_tags.article_id', 'articles.id')
     .select((eb) => eb.fn.count('article_tags.tag_id').as('tags'))
     .groupBy('articles.id')
     .execute();
-  const mostFavorited = await db.selectFrom('articles').select((eb) => eb.fn.max('favorites_count').as('n')).executeTakeFirstOrThrow();
+  const mostFavorited = await db
+    .selectFrom('articles')
+    .select((eb) => eb.fn.max('favorites_count').as('n'))
+    .executeTakeFirstOrThrow();
   return {
     users: await count('users'),
     articles: await count('articles'),
@@ -68,7 +78,10 @@ for (const kind of DATABASES) {
     it('migrate status, up and down move the schema one step at a time', async () => {
       const env = childEnv(scratch.url);
       const steps: [string[], RegExp][] = [
-        [['status'], /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/],
+        [
+          ['status'],
+          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/,
+        ],
         [['up'], /^applied 0001_initial\napplied 0002_idempotency_keys\napplied 0003_list_counters\napplied 0004_account_version\n$/],
         [
           ['status'],
@@ -76,11 +89,17 @@ for (const kind of DATABASES) {
         ],
         [['up'], /^nothing to apply: the database is up to date\n$/],
         [['down'], /^reverted 0004_account_version\n$/],
-        [['status'], /^applied {2}0001_initial {2}\S+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\npending {2}0004_account_version\n$/],
+        [
+          ['status'],
+          /^applied {2}0001_initial {2}\S+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\npending {2}0004_account_version\n$/,
+        ],
         [['down'], /^reverted 0003_list_counters\n$/],
         [['down'], /^reverted 0002_idempotency_keys\n$/],
         [['down'], /^reverted 0001_initial\n$/],
-        [['status'], /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/],
+        [
+          ['status'],
+          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/,
+        ],
         [['down'], /^nothing to revert: no migration is applied\n$/],
       ];
       for (const [args, expected] of steps) {
@@ -178,7 +197,12 @@ describe('conduit seed --seed-value', () => {
           snapshots.push({
             users: await database.db.selectFrom('users').select(['username', 'bio']).orderBy('id').execute(),
             articles: await database.db.selectFrom('articles').select(['slug', 'author_id', 'favorites_count']).orderBy('id').execute(),
-            follows: await database.db.selectFrom('follows').select(['follower_id', 'followed_id']).orderBy('follower_id').orderBy('followed_id').execute(),
+            follows: await database.db
+              .selectFrom('follows')
+              .select(['follower_id', 'followed_id'])
+              .orderBy('follower_id')
+              .orderBy('followed_id')
+              .execute(),
           });
         } finally {
           await database.destroy();

@@ -24,7 +24,7 @@ describeEachDatabase('comments', (ctx) => {
   const stillThere = async (id: number) =>
     (await db().selectFrom('comments').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
 
-  it('creates a comment: 201, integer id, timestamps and the author\'s profile', async () => {
+  it("creates a comment: 201, integer id, timestamps and the author's profile", async () => {
     const author = await registerUser(app(), 'author');
     const commenter = await registerUser(app(), 'commenter');
     const article = await createArticle(app(), author.token);
@@ -89,7 +89,9 @@ describeEachDatabase('comments', (ctx) => {
 
     const asViewer = await comments(article.slug, viewer.token);
     expect(asViewer.status).toBe(200);
-    expect(asViewer.body.comments.map((c: { author: { username: string; following: boolean } }) => [c.author.username, c.author.following])).toEqual([
+    expect(
+      asViewer.body.comments.map((c: { author: { username: string; following: boolean } }) => [c.author.username, c.author.following]),
+    ).toEqual([
       [followed.username, true],
       [unfollowed.username, false],
       [followed.username, true],
@@ -124,7 +126,7 @@ describeEachDatabase('comments', (ctx) => {
     expect((await comments(article.slug)).body).toEqual({ comments: [kept] });
   });
 
-  it('lets the article author delete someone else\'s comment on it', async () => {
+  it("lets the article author delete someone else's comment on it", async () => {
     const author = await registerUser(app(), 'author');
     const commenter = await registerUser(app(), 'commenter');
     const article = await createArticle(app(), author.token);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
-import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 
 describeEachDatabase('concurrency', (ctx) => {
@@ -40,18 +40,14 @@ describeEachDatabase('concurrency', (ctx) => {
     });
 
     it('20 users favoriting one article at once: favoritesCount 20, 20 rows', async () => {
-      const responses = await Promise.all(
-        fans.map((fan) => call(app(), 'POST', `/api/articles/${slug}/favorite`, { token: fan.token })),
-      );
+      const responses = await Promise.all(fans.map((fan) => call(app(), 'POST', `/api/articles/${slug}/favorite`, { token: fan.token })));
       expect(statuses(responses)).toEqual(times(20, () => 200));
       for (const response of responses) expect(response.body.article.favorited).toBe(true);
       expect(await favoriteState(slug)).toEqual({ counter: 20, rows: 20, api: 20 });
     });
 
     it('the same 20 unfavoriting at once: back to 0 and no rows', async () => {
-      const responses = await Promise.all(
-        fans.map((fan) => call(app(), 'DELETE', `/api/articles/${slug}/favorite`, { token: fan.token })),
-      );
+      const responses = await Promise.all(fans.map((fan) => call(app(), 'DELETE', `/api/articles/${slug}/favorite`, { token: fan.token })));
       expect(statuses(responses)).toEqual(times(20, () => 200));
       for (const response of responses) expect(response.body.article.favorited).toBe(false);
       expect(await favoriteState(slug)).toEqual({ counter: 0, rows: 0, api: 0 });
@@ -59,9 +55,7 @@ describeEachDatabase('concurrency', (ctx) => {
 
     it('one user favoriting the same article 10 times at once: one row, count 1', async () => {
       const fan = fans[0]!;
-      const responses = await Promise.all(
-        times(10, () => call(app(), 'POST', `/api/articles/${slug}/favorite`, { token: fan.token })),
-      );
+      const responses = await Promise.all(times(10, () => call(app(), 'POST', `/api/articles/${slug}/favorite`, { token: fan.token })));
       expect(statuses(responses)).toEqual(times(10, () => 200));
       for (const response of responses) expect(response.body.article).toMatchObject({ favorited: true, favoritesCount: 1 });
       expect(await favoriteState(slug)).toEqual({ counter: 1, rows: 1, api: 1 });
@@ -69,9 +63,7 @@ describeEachDatabase('concurrency', (ctx) => {
 
     it('one user unfavoriting 10 times at once: no row, count 0', async () => {
       const fan = fans[0]!;
-      const responses = await Promise.all(
-        times(10, () => call(app(), 'DELETE', `/api/articles/${slug}/favorite`, { token: fan.token })),
-      );
+      const responses = await Promise.all(times(10, () => call(app(), 'DELETE', `/api/articles/${slug}/favorite`, { token: fan.token })));
       expect(statuses(responses)).toEqual(times(10, () => 200));
       for (const response of responses) expect(response.body.article).toMatchObject({ favorited: false, favoritesCount: 0 });
       expect(await favoriteState(slug)).toEqual({ counter: 0, rows: 0, api: 0 });
@@ -119,7 +111,7 @@ describeEachDatabase('concurrency', (ctx) => {
       expect(list.body.articlesCount).toBe(10);
     });
 
-    it('creates with overlapping new tags at once: each tag\'s article_count equals its rows in article_tags', async () => {
+    it("creates with overlapping new tags at once: each tag's article_count equals its rows in article_tags", async () => {
       const author = await registerUser(app(), 'author');
       const id = unique('');
       const shared = [`shared-a-${id}`, `shared-b-${id}`, `shared-c-${id}`];
@@ -130,7 +122,12 @@ describeEachDatabase('concurrency', (ctx) => {
         return i % 2 === 0 ? tags : tags.reverse();
       });
       const responses = await Promise.all(
-        tagLists.map((tagList) => call(app(), 'POST', '/api/articles', { token: author.token, body: { article: { title: unique('T '), description: 'd', body: 'b', tagList } } })),
+        tagLists.map((tagList) =>
+          call(app(), 'POST', '/api/articles', {
+            token: author.token,
+            body: { article: { title: unique('T '), description: 'd', body: 'b', tagList } },
+          }),
+        ),
       );
       expect(statuses(responses)).toEqual(times(12, () => 201));
       for (const [i, response] of responses.entries()) expect(response.body.article.tagList).toEqual([...tagLists[i]!].sort());
@@ -148,7 +145,10 @@ describeEachDatabase('concurrency', (ctx) => {
       const slugs = responses.map((response) => response.body.article.slug as string);
       const updates = await Promise.all(
         slugs.map((slug, i) =>
-          call(app(), 'PUT', `/api/articles/${slug}`, { token: author.token, body: { article: { tagList: i % 2 === 0 ? [shared[0]!] : [] } } }),
+          call(app(), 'PUT', `/api/articles/${slug}`, {
+            token: author.token,
+            body: { article: { tagList: i % 2 === 0 ? [shared[0]!] : [] } },
+          }),
         ),
       );
       expect(statuses(updates)).toEqual(times(12, () => 200));
@@ -165,38 +165,36 @@ describeEachDatabase('concurrency', (ctx) => {
       }
     }, 90_000);
 
-    it(
-      'tag swaps at once on articles sharing tags (crossing lock orders): all 200, counters equal rows',
-      async () => {
-        const author = await registerUser(app(), 'author');
-        const id = unique('');
-        const s = times(4, (k) => `swap${k}-${id}`);
-        // Article i moves from {s[i], s[i+1]} to the other two: one update frees exactly what another one takes.
-        const before = (i: number) => [s[i % 4]!, s[(i + 1) % 4]!];
-        const after = (i: number) => [s[(i + 2) % 4]!, s[(i + 3) % 4]!];
-        const slugs: string[] = [];
-        for (let i = 0; i < 8; i++) slugs.push((await createArticle(app(), author.token, { tagList: before(i) })).slug);
+    it('tag swaps at once on articles sharing tags (crossing lock orders): all 200, counters equal rows', async () => {
+      const author = await registerUser(app(), 'author');
+      const id = unique('');
+      const s = times(4, (k) => `swap${k}-${id}`);
+      // Article i moves from {s[i], s[i+1]} to the other two: one update frees exactly what another one takes.
+      const tagsBefore = (i: number) => [s[i % 4]!, s[(i + 1) % 4]!];
+      const tagsAfter = (i: number) => [s[(i + 2) % 4]!, s[(i + 3) % 4]!];
+      const slugs: string[] = [];
+      for (let i = 0; i < 8; i++) slugs.push((await createArticle(app(), author.token, { tagList: tagsBefore(i) })).slug);
 
-        const responses = await Promise.all(
-          slugs.map((slug, i) =>
-            call(app(), 'PUT', `/api/articles/${slug}`, { token: author.token, body: { article: { tagList: after(i) } } }),
-          ),
-        );
-        expect(statuses(responses)).toEqual(times(8, () => 200));
-        for (const [i, response] of responses.entries()) expect(response.body.article.tagList).toEqual([...after(i)].sort());
-        for (const [name, counter, rows] of await tagCounts(s)) {
-          expect({ name, counter }).toEqual({ name, counter: rows });
-          expect(rows).toBe(4);
-        }
-      },
-      90_000,
-    );
+      const responses = await Promise.all(
+        slugs.map((slug, i) =>
+          call(app(), 'PUT', `/api/articles/${slug}`, { token: author.token, body: { article: { tagList: tagsAfter(i) } } }),
+        ),
+      );
+      expect(statuses(responses)).toEqual(times(8, () => 200));
+      for (const [i, response] of responses.entries()) expect(response.body.article.tagList).toEqual([...tagsAfter(i)].sort());
+      for (const [name, counter, rows] of await tagCounts(s)) {
+        expect({ name, counter }).toEqual({ name, counter: rows });
+        expect(rows).toBe(4);
+      }
+    }, 90_000);
 
     it('comments posted at once are all kept, with distinct ids', async () => {
       const author = await registerUser(app(), 'author');
       const article = await createArticle(app(), author.token);
       const responses = await Promise.all(
-        times(15, (i) => call(app(), 'POST', `/api/articles/${article.slug}/comments`, { token: author.token, body: { comment: { body: `c${i}` } } })),
+        times(15, (i) =>
+          call(app(), 'POST', `/api/articles/${article.slug}/comments`, { token: author.token, body: { comment: { body: `c${i}` } } }),
+        ),
       );
       expect(statuses(responses)).toEqual(times(15, () => 201));
       expect(new Set(responses.map((response) => response.body.comment.id)).size).toBe(15);
@@ -255,15 +253,17 @@ describeEachDatabase('concurrency', (ctx) => {
       const fans = await Promise.all(times(6, () => registerUser(app(), 'reader')));
       const tag = unique('total');
       await Promise.all(fans.map((fan) => call(app(), 'POST', `/api/profiles/${authors[0]!.username}/follow`, { token: fan.token })));
-      const created = await Promise.all(
-        times(12, (i) => createArticle(app(), authors[i % 3]!.token, { tagList: [tag, unique('own')] })),
-      );
+      const created = await Promise.all(times(12, (i) => createArticle(app(), authors[i % 3]!.token, { tagList: [tag, unique('own')] })));
       const doomed = created.slice(0, 4);
       // Favorites of articles being deleted race with the deletes: each ends either counted or cascaded away.
       const writes = await Promise.all([
-        ...created.flatMap((article) => fans.map((fan) => call(app(), 'POST', `/api/articles/${article.slug}/favorite`, { token: fan.token }))),
+        ...created.flatMap((article) =>
+          fans.map((fan) => call(app(), 'POST', `/api/articles/${article.slug}/favorite`, { token: fan.token })),
+        ),
         ...created.slice(4, 8).map((article) => call(app(), 'DELETE', `/api/articles/${article.slug}/favorite`, { token: fans[0]!.token })),
-        ...doomed.map((article) => call(app(), 'DELETE', `/api/articles/${article.slug}`, { token: authors[created.indexOf(article) % 3]!.token })),
+        ...doomed.map((article) =>
+          call(app(), 'DELETE', `/api/articles/${article.slug}`, { token: authors[created.indexOf(article) % 3]!.token }),
+        ),
       ]);
       for (const response of writes) expect([200, 204, 404]).toContain(response.status);
 

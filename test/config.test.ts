@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDuration, readEnvironment, type Config } from '../src/config.js';
+import { type Config, ConfigError, loadConfig, parseDuration, readEnvironment } from '../src/config.js';
 import { SettingError } from '../src/setting-error.js';
 import { SETTING_NAMES, settingSchemas } from '../src/settings.js';
 
@@ -103,7 +103,7 @@ describe('loadConfig', () => {
     expect(config.overload).toEqual({ maxEventLoopDelayMs: 0, maxRssBytes: 512 * 1024 * 1024 });
   });
 
-  it('reads TRUST_PROXY as a hop count or the proxies\' addresses', () => {
+  it("reads TRUST_PROXY as a hop count or the proxies' addresses", () => {
     expect(loadConfig(env({ TRUST_PROXY: '0' })).trustProxy).toBe(false);
     expect(loadConfig(env({ TRUST_PROXY: '2' })).trustProxy).toBe(2);
     expect(loadConfig(env({ TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1' })).trustProxy).toEqual(['10.0.0.1', '10.1.0.0/16', '::1']);
@@ -190,7 +190,9 @@ describe('loadConfig', () => {
     expect(configError(env({ DATABASE_URL: 'mysql://localhost/conduit' })).message).toContain('DATABASE_URL');
     expect(configError(env({ DATABASE_URL: 'postgres://[broken' })).message).toContain('DATABASE_URL');
     for (const size of ['0', '-1', 'ten', '2.5']) {
-      expect(configError(env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_POOL_SIZE: size })).message).toContain('DATABASE_POOL_SIZE');
+      expect(configError(env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_POOL_SIZE: size })).message).toContain(
+        'DATABASE_POOL_SIZE',
+      );
     }
     for (const timeout of ['0', '-1', 'soon', '500ms']) {
       expect(configError(env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_CONNECT_TIMEOUT: timeout })).message).toContain(
@@ -451,6 +453,8 @@ describe('a data folder that cannot be written', () => {
       caught = error;
     }
     expect(caught).toBeInstanceOf(SettingError);
-    expect((caught as SettingError).message).toMatch(/^DATA_DIR: cannot write the generated JWT secret to .*a-file\/data \(.+\); .*JWT_SECRET$/);
+    expect((caught as SettingError).message).toMatch(
+      /^DATA_DIR: cannot write the generated JWT secret to .*a-file\/data \(.+\); .*JWT_SECRET$/,
+    );
   });
 });

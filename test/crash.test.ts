@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/index.js';
-import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { unique } from './support/client.js';
-import { childEnv, NO_RATE_LIMITS, request, SERVER_ENTRY, startServer } from './support/processes.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
+import { childEnv, NO_RATE_LIMITS, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
 const CLIENTS = 8;
 /** Killed once this many article creates are acknowledged, however long a busy machine takes to get there. */
@@ -46,12 +46,16 @@ async function runClient(base: string, journal: Journal, index: number): Promise
       if (round % 4 === 0) {
         const user = { username: unique('crash'), acked: false };
         const email = `${user.username}@example.com`;
-        const answer = await write(journal.users, user, 'POST', '/api/users', { user: { username: user.username, email, password: 'password123' } });
+        const answer = await write(journal.users, user, 'POST', '/api/users', {
+          user: { username: user.username, email, password: 'password123' },
+        });
         if (user.acked) ({ token, username } = answer.user);
       }
       if (token === '') continue;
 
-      const tags = [...new Set([SHARED_TAGS[round % SHARED_TAGS.length]!, SHARED_TAGS[(round + index) % SHARED_TAGS.length]!, unique('own')])].sort();
+      const tags = [
+        ...new Set([SHARED_TAGS[round % SHARED_TAGS.length]!, SHARED_TAGS[(round + index) % SHARED_TAGS.length]!, unique('own')]),
+      ].sort();
       const article = { title: unique('Crash '), author: username, tags, acked: false } as Journal['articles'][number];
       const created = await write(journal.articles, article, 'POST', '/api/articles', {
         article: { title: article.title, description: 'Written under load', body: 'Until the kill', tagList: tags },
@@ -60,10 +64,17 @@ async function runClient(base: string, journal: Journal, index: number): Promise
 
       const acked = journal.articles.filter((entry) => entry.slug !== undefined);
       const favoriteSlug = pick(acked)!.slug!;
-      await write(journal.favorites, { username, token, slug: favoriteSlug, acked: false }, 'POST', `/api/articles/${favoriteSlug}/favorite`);
+      await write(
+        journal.favorites,
+        { username, token, slug: favoriteSlug, acked: false },
+        'POST',
+        `/api/articles/${favoriteSlug}/favorite`,
+      );
 
       const comment = { body: unique('comment '), slug: pick(acked)!.slug!, acked: false } as Journal['comments'][number];
-      const posted = await write(journal.comments, comment, 'POST', `/api/articles/${comment.slug}/comments`, { comment: { body: comment.body } });
+      const posted = await write(journal.comments, comment, 'POST', `/api/articles/${comment.slug}/comments`, {
+        comment: { body: comment.body },
+      });
       if (comment.acked) comment.id = posted.comment.id;
     }
   } catch {
@@ -146,7 +157,10 @@ for (const kind of DATABASES) {
       const tagNames = new Map(tables.tags.map((tag) => [tag.id, tag.name]));
       const sent = new Map(journal.articles.map((article) => [article.title, article]));
       for (const row of tables.articles) {
-        const links = tables.articleTags.filter((link) => link.article_id === row.id).map((link) => tagNames.get(link.tag_id)).sort();
+        const links = tables.articleTags
+          .filter((link) => link.article_id === row.id)
+          .map((link) => tagNames.get(link.tag_id))
+          .sort();
         expect(links, row.title).toEqual(sent.get(row.title)?.tags);
       }
 
@@ -166,7 +180,12 @@ for (const kind of DATABASES) {
       const tally = <T extends { acked: boolean }>(entries: T[], stored: (entry: T) => boolean) => {
         const acked = entries.filter((entry) => entry.acked);
         const inFlight = entries.filter((entry) => !entry.acked);
-        return { acked: acked.length, ackedFound: acked.filter(stored).length, inFlight: inFlight.length, inFlightFound: inFlight.filter(stored).length };
+        return {
+          acked: acked.length,
+          ackedFound: acked.filter(stored).length,
+          inFlight: inFlight.length,
+          inFlightFound: inFlight.filter(stored).length,
+        };
       };
       const figures = {
         users: tally(journal.users, (user) => usernames.has(user.username)),
@@ -184,7 +203,9 @@ for (const kind of DATABASES) {
       );
       for (const [name, f] of Object.entries(figures)) expect(f.ackedFound, name).toBe(f.acked);
       expect(figures.articles.acked).toBeGreaterThanOrEqual(ARTICLES_BEFORE_KILL);
-      expect(figures.users.inFlight + figures.articles.inFlight + figures.favorites.inFlight + figures.comments.inFlight).toBeGreaterThan(0);
+      expect(figures.users.inFlight + figures.articles.inFlight + figures.favorites.inFlight + figures.comments.inFlight).toBeGreaterThan(
+        0,
+      );
     });
   });
 }

@@ -63,7 +63,15 @@ describeEachDatabase('favorites', (ctx) => {
     const users = await Promise.all([1, 2, 3, 4].map(() => registerUser(app(), 'fan')));
     const article = await createArticle(app(), author.token);
     const steps: Array<[number, 'fav' | 'unfav']> = [
-      [0, 'fav'], [1, 'fav'], [1, 'fav'], [2, 'fav'], [3, 'unfav'], [0, 'unfav'], [3, 'fav'], [2, 'fav'], [0, 'unfav'],
+      [0, 'fav'],
+      [1, 'fav'],
+      [1, 'fav'],
+      [2, 'fav'],
+      [3, 'unfav'],
+      [0, 'unfav'],
+      [3, 'fav'],
+      [2, 'fav'],
+      [0, 'unfav'],
     ];
     const favorited = new Set<number>();
     for (const [who, action] of steps) {

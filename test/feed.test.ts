@@ -71,7 +71,7 @@ describeEachDatabase('feed', (ctx) => {
       wanted = created.reverse();
     });
 
-    it('lists exactly the followed authors\' articles, newest first, with the true count', async () => {
+    it("lists exactly the followed authors' articles, newest first, with the true count", async () => {
       const response = await feed(reader.token, '?limit=100');
       expect(response.status).toBe(200);
       expect(wanted).toHaveLength(16);
@@ -81,7 +81,7 @@ describeEachDatabase('feed', (ctx) => {
       for (let i = 1; i < times.length; i++) expect(times[i]).toBeLessThanOrEqual(times[i - 1]);
     });
 
-    it('shows list items: no body, author followed, favorited from the reader\'s view', async () => {
+    it("shows list items: no body, author followed, favorited from the reader's view", async () => {
       const target = wanted[3]!;
       expect((await call(app(), 'POST', `/api/articles/${target}/favorite`, { token: reader.token })).status).toBe(200);
       const response = await feed(reader.token, '?limit=100');
@@ -133,13 +133,13 @@ describeEachDatabase('feed', (ctx) => {
       expect(Object.keys(response.body.errors)).toEqual([field]);
     });
 
-    it('gives the follower of the reader only the reader\'s articles', async () => {
+    it("gives the follower of the reader only the reader's articles", async () => {
       const response = await feed(stranger.token, '?limit=100');
       expect(response.body.articlesCount).toBe(4);
       for (const item of response.body.articles) expect(item.author.username).toBe(reader.username);
     });
 
-    it('drops an author\'s articles after an unfollow and takes them back after a new follow', async () => {
+    it("drops an author's articles after an unfollow and takes them back after a new follow", async () => {
       const response = await call(app(), 'DELETE', `/api/profiles/${followedB.username}/follow`, { token: reader.token });
       expect(response.status).toBe(200);
       const onlyA = await feed(reader.token, '?limit=100');

@@ -1,12 +1,12 @@
-import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openDatabase } from '../src/db/index.js';
 import { installHealthRoutes, READINESS_TIMEOUT_MS } from '../src/plugins/health.js';
-import { createScratchDatabase, DATABASES, describeEachDatabase, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, DATABASES, describeEachDatabase, type ScratchDatabase, testConfig } from './support/app.js';
 import { call } from './support/client.js';
 
 const UNAVAILABLE = { errors: { database: ['unavailable'] } };

@@ -201,7 +201,7 @@ describeEachDatabase('http', (ctx) => {
 
   it('refuses a body nested deeper than 32 levels with 422, also with an Idempotency-Key', async () => {
     const user = await registerUser(app());
-    const deep = '{"user":' + '['.repeat(5000) + ']'.repeat(5000) + '}';
+    const deep = `{"user":${'['.repeat(5000)}${']'.repeat(5000)}}`;
     for (const headers of [{}, { 'idempotency-key': unique('deep') }]) {
       const response = await raw(app(), {
         method: 'POST',
@@ -212,7 +212,7 @@ describeEachDatabase('http', (ctx) => {
       expect(response.status).toBe(422);
       expect(response.json()).toEqual({ errors: { body: ['is nested too deeply (maximum is 32 levels)'] } });
     }
-    const shallowEnough = '{"article":{"title":"t","description":"d","body":"b","tagList":' + '['.repeat(29) + ']'.repeat(29) + '}}';
+    const shallowEnough = `{"article":{"title":"t","description":"d","body":"b","tagList":${'['.repeat(29)}${']'.repeat(29)}}}`;
     const response = await raw(app(), {
       method: 'POST',
       url: '/api/articles',
@@ -225,7 +225,12 @@ describeEachDatabase('http', (ctx) => {
   });
 
   it('answers a body in another media type with a contract error, not a framework default', async () => {
-    const response = await raw(app(), { method: 'POST', url: '/api/users', headers: { 'content-type': 'application/xml' }, payload: '<user/>' });
+    const response = await raw(app(), {
+      method: 'POST',
+      url: '/api/users',
+      headers: { 'content-type': 'application/xml' },
+      payload: '<user/>',
+    });
     expect(response.status).toBeGreaterThanOrEqual(400);
     expect(response.status).toBeLessThan(500);
     expect(response.headers['content-type']).toBe(JSON_TYPE);
@@ -238,7 +243,9 @@ describeEachDatabase('http', (ctx) => {
     const user = await registerUser(app());
     const article = await createArticle(app(), user.token);
     const responses = [
-      await call(app(), 'POST', '/api/users', { body: { user: { username: unique(), email: `${unique()}@example.com`, password: 'password123' } } }),
+      await call(app(), 'POST', '/api/users', {
+        body: { user: { username: unique(), email: `${unique()}@example.com`, password: 'password123' } },
+      }),
       await call(app(), 'POST', '/api/users/login', { body: { user: { email: user.email, password: user.password } } }),
       await call(app(), 'GET', '/api/user', { token: user.token }),
       await call(app(), 'GET', '/api/tags'),
@@ -248,7 +255,9 @@ describeEachDatabase('http', (ctx) => {
       await call(app(), 'GET', '/api/user'),
       await call(app(), 'POST', '/api/users/login', { body: { user: { email: user.email, password: 'wrong-password' } } }),
       await call(app(), 'POST', '/api/users', { body: { user: {} } }),
-      await call(app(), 'POST', '/api/users', { body: { user: { username: user.username, email: `${unique()}@example.com`, password: 'password123' } } }),
+      await call(app(), 'POST', '/api/users', {
+        body: { user: { username: user.username, email: `${unique()}@example.com`, password: 'password123' } },
+      }),
       await call(app(), 'GET', `/api/profiles/${unique('ghost')}`),
     ];
     expect(responses.map((response) => response.status)).toEqual([201, 200, 200, 200, 200, 200, 200, 401, 401, 422, 409, 404]);
@@ -266,14 +275,22 @@ describeEachDatabase('http', (ctx) => {
       const response = await raw(app(), {
         method: 'OPTIONS',
         url,
-        headers: { origin: ORIGIN, 'access-control-request-method': method, 'access-control-request-headers': 'authorization,content-type' },
+        headers: {
+          origin: ORIGIN,
+          'access-control-request-method': method,
+          'access-control-request-headers': 'authorization,content-type',
+        },
       });
       expect(response.status, url).toBeGreaterThanOrEqual(200);
       expect(response.status, url).toBeLessThan(300);
       expect([ORIGIN, '*'], url).toContain(response.headers['access-control-allow-origin']);
-      const allowedHeaders = String(response.headers['access-control-allow-headers']).toLowerCase().split(/\s*,\s*/);
+      const allowedHeaders = String(response.headers['access-control-allow-headers'])
+        .toLowerCase()
+        .split(/\s*,\s*/);
       expect(allowedHeaders, url).toEqual(expect.arrayContaining(['authorization', 'content-type']));
-      const allowedMethods = String(response.headers['access-control-allow-methods']).toUpperCase().split(/\s*,\s*/);
+      const allowedMethods = String(response.headers['access-control-allow-methods'])
+        .toUpperCase()
+        .split(/\s*,\s*/);
       expect(allowedMethods, url).toContain(method);
     }
   });
@@ -293,7 +310,15 @@ describeEachDatabase('http', (ctx) => {
       ['401 missing', { method: 'GET', url: '/api/user', headers: withOrigin() }],
       ['401 invalid', { method: 'GET', url: '/api/user', headers: withOrigin({ authorization: 'Token not.a.jwt' }) }],
       ['401 optional route', { method: 'GET', url: '/api/articles', headers: withOrigin({ authorization: 'Token not.a.jwt' }) }],
-      ['401 credentials', { method: 'POST', url: '/api/users/login', headers: withOrigin(), payload: { user: { email: user.email, password: 'wrong-password' } } }],
+      [
+        '401 credentials',
+        {
+          method: 'POST',
+          url: '/api/users/login',
+          headers: withOrigin(),
+          payload: { user: { email: user.email, password: 'wrong-password' } },
+        },
+      ],
       ['422', { method: 'POST', url: '/api/users', headers: withOrigin(), payload: { user: {} } }],
       ['404', { method: 'GET', url: `/api/profiles/${unique('ghost')}`, headers: withOrigin() }],
       ['400', { method: 'POST', url: '/api/users', headers: withOrigin({ 'content-type': 'application/json' }), payload: '{bad' }],
@@ -331,7 +356,11 @@ describeEachDatabase('http', (ctx) => {
       const preflight = await raw(strict, {
         method: 'OPTIONS',
         url: '/api/user',
-        headers: { origin: 'https://evil.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization' },
+        headers: {
+          origin: 'https://evil.example',
+          'access-control-request-method': 'PUT',
+          'access-control-request-headers': 'authorization',
+        },
       });
       expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
     } finally {

@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js';
 import { purgeExpiredKeys } from '../src/db/idempotency-keys.js';
 import { ABANDONED_AFTER_MS, KEY_LIFETIME_MS } from '../src/plugins/idempotency.js';
 import { createScratchDatabase, describeEachDatabase, testConfig } from './support/app.js';
-import { call, createArticle, registerUser, unique, type ApiResponse } from './support/client.js';
+import { type ApiResponse, call, createArticle, registerUser, unique } from './support/client.js';
 
 const REPLAYED = 'idempotent-replayed';
 
@@ -32,7 +32,11 @@ describeEachDatabase('Idempotency-Key', (ctx) => {
 
   /** Moves a key's claim into the past, as if it had been taken that long ago. */
   const age = (key: string, ms: number, changes: { status?: null; response?: null } = {}) =>
-    db().updateTable('idempotency_keys').set({ created_at: Date.now() - ms, ...changes }).where('key', '=', key).execute();
+    db()
+      .updateTable('idempotency_keys')
+      .set({ created_at: Date.now() - ms, ...changes })
+      .where('key', '=', key)
+      .execute();
 
   /** A fresh database of the kind under test, for apps of a test's own. */
   async function onScratchDatabase(work: (url: string) => Promise<void>) {
@@ -84,8 +88,14 @@ describeEachDatabase('Idempotency-Key', (ctx) => {
     const author = await registerUser(app(), 'idem');
     const key = unique('key-');
     const { title, description, body, tagList } = newArticle().article;
-    const first = await post(app(), '/api/articles', key, { token: author.token, body: { article: { title, description, body, tagList } } });
-    const again = await post(app(), '/api/articles', key, { token: author.token, body: { article: { tagList, body, description, title } } });
+    const first = await post(app(), '/api/articles', key, {
+      token: author.token,
+      body: { article: { title, description, body, tagList } },
+    });
+    const again = await post(app(), '/api/articles', key, {
+      token: author.token,
+      body: { article: { tagList, body, description, title } },
+    });
     expect(again.headers[REPLAYED]).toBe('true');
     expect(seen(again)).toEqual(seen(first));
     expect(await articlesBy(author.username)).toBe(1);
@@ -140,9 +150,7 @@ describeEachDatabase('Idempotency-Key', (ctx) => {
     const author = await registerUser(app(), 'idem');
     const key = unique('key-');
     const body = newArticle();
-    const responses = await Promise.all(
-      Array.from({ length: 6 }, () => post(app(), '/api/articles', key, { token: author.token, body })),
-    );
+    const responses = await Promise.all(Array.from({ length: 6 }, () => post(app(), '/api/articles', key, { token: author.token, body })));
     const executed = responses.filter((response) => response.status === 201 && response.headers[REPLAYED] === undefined);
     expect(executed).toHaveLength(1);
     for (const response of responses) {

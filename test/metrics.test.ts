@@ -25,7 +25,8 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 /** Every value the `route` label takes in the request histogram. */
-const routeLabels = (text: string) => new Set([...text.matchAll(/^http_request_duration_seconds_count\{[^}]*route="([^"]*)"/gm)].map((match) => match[1]));
+const routeLabels = (text: string) =>
+  new Set([...text.matchAll(/^http_request_duration_seconds_count\{[^}]*route="([^"]*)"/gm)].map((match) => match[1]));
 
 describeEachDatabase('metrics', (ctx) => {
   it('counts requests by method, route pattern and status, and times them', async () => {
@@ -52,7 +53,9 @@ describeEachDatabase('metrics', (ctx) => {
 
     const seconds = sample(text, 'http_request_duration_seconds_sum', { method: 'POST', route: '/api/users', status_code: '201' });
     expect(seconds).toBeGreaterThan(0);
-    expect(sample(text, 'http_request_duration_seconds_bucket', { le: '+Inf', method: 'GET', route: '/api/tags', status_code: '200' })).toBe(1);
+    expect(
+      sample(text, 'http_request_duration_seconds_bucket', { le: '+Inf', method: 'GET', route: '/api/tags', status_code: '200' }),
+    ).toBe(1);
   });
 
   it('leaves probes and scrapes out of the request metrics', async () => {
@@ -67,7 +70,12 @@ describeEachDatabase('metrics', (ctx) => {
 
   it('exports the process metrics, event-loop delay included', async () => {
     const text = await scrape(ctx().app);
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_p99_seconds']) {
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_p99_seconds',
+    ]) {
       expect(sample(text, name), name).toBeGreaterThanOrEqual(0);
     }
     expect(text).toMatch(/^# TYPE nodejs_eventloop_lag_seconds gauge$/m);

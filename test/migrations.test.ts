@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../src/db/index.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
 import { createMigrator, unwrap } from '../src/db/migrate.js';
-import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 
 for (const kind of DATABASES) {
@@ -26,12 +26,16 @@ for (const kind of DATABASES) {
       await sql`insert into users (id, username, username_key, email, email_key, password_hash, created_at, updated_at) values
         (1, 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1), (2, 'b', 'b', 'b@x.io', 'b@x.io', 'h', 1, 1)`.execute(handle.db);
       await sql`insert into articles (id, slug, title, description, body, author_id, favorites_count, created_at, updated_at) values
-        (1, 's1', 't', 'd', 'b', 1, 2, 100, 100), (2, 's2', 't', 'd', 'b', 1, 1, 200, 200), (3, 's3', 't', 'd', 'b', 2, 0, 300, 300)`.execute(handle.db);
+        (1, 's1', 't', 'd', 'b', 1, 2, 100, 100), (2, 's2', 't', 'd', 'b', 1, 1, 200, 200), (3, 's3', 't', 'd', 'b', 2, 0, 300, 300)`.execute(
+        handle.db,
+      );
       await sql`insert into tags (id, name, article_count) values (1, 'x', 2)`.execute(handle.db);
       await sql`insert into article_tags (article_id, tag_id) values (1, 1), (3, 1)`.execute(handle.db);
       await sql`insert into favorites (user_id, article_id, created_at) values (1, 1, 5), (2, 1, 5), (2, 2, 5)`.execute(handle.db);
 
-      expect(unwrap(await createMigrator(handle).migrateTo('0003_list_counters')).map((result) => result.migrationName)).toEqual(['0003_list_counters']);
+      expect(unwrap(await createMigrator(handle).migrateTo('0003_list_counters')).map((result) => result.migrationName)).toEqual([
+        '0003_list_counters',
+      ]);
       expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
       const users = await handle.db.selectFrom('users').select(['id', 'articles_count', 'favorites_count']).orderBy('id').execute();
       expect(users).toEqual([

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_SECRET } from './support/app.js';
-import { freePort, runConduit, runNode, SERVER_ENTRY, type Finished } from './support/processes.js';
+import { type Finished, freePort, runConduit, runNode, SERVER_ENTRY } from './support/processes.js';
 
 /**
  * A setting that validates but does not work where the server runs must stop it with exit code 1 and one line
@@ -56,7 +56,9 @@ describe('a DATABASE_URL that does not lead to a database', () => {
     const port = await freePort();
     expectOneLine(
       await serve({ DATABASE_URL: `postgres://nobody@127.0.0.1:${port}/x` }),
-      new RegExp(`^conduit: DATABASE_URL: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port} \\(connection refused\\); check the host and port`),
+      new RegExp(
+        `^conduit: DATABASE_URL: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port} \\(connection refused\\); check the host and port`,
+      ),
     );
   });
 
@@ -114,7 +116,10 @@ describe('a data folder that cannot be written', () => {
   it('names DATA_DIR when the generated secret cannot be stored there', async () => {
     const { JWT_SECRET: _, ...settings } = serverEnv({ DATA_DIR: underAFile });
     const result = await runNode(SERVER_ENTRY, [], settings);
-    expectOneLine(result, /^conduit: DATA_DIR: cannot write the generated JWT secret to .*a-file\/data \(.+\); point DATA_DIR at a writable folder/);
+    expectOneLine(
+      result,
+      /^conduit: DATA_DIR: cannot write the generated JWT secret to .*a-file\/data \(.+\); point DATA_DIR at a writable folder/,
+    );
   });
 
   it('names DATABASE_URL, and DATA_DIR, when the SQLite file cannot be created', async () => {
@@ -146,7 +151,9 @@ describe('a REDIS_URL that does not answer', () => {
     const result = await serve({ REDIS_URL: `redis://:hunter2@127.0.0.1:${port}`, LOG_LEVEL: 'info' });
     expectOneLine(
       result,
-      new RegExp(`^conduit: REDIS_URL: cannot connect to Redis at 127\\.0\\.0\\.1:${port} \\(connection refused\\); check the host and port`),
+      new RegExp(
+        `^conduit: REDIS_URL: cannot connect to Redis at 127\\.0\\.0\\.1:${port} \\(connection refused\\); check the host and port`,
+      ),
     );
     expect(`${result.stdout}${result.stderr}`).not.toContain('hunter2');
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from './support/app.js';
 import { unique } from './support/client.js';
-import { CONDUIT_BIN, childEnv, request, SERVER_ENTRY, startServer, type RunningServer } from './support/processes.js';
+import { CONDUIT_BIN, childEnv, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
 const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
 if (!POSTGRES) console.log('[conduit] two-instance test SKIPPED: it needs PostgreSQL; set TEST_DATABASE_URL to run it.');
@@ -99,7 +99,9 @@ describe('WORKERS=2: one port, two worker processes', () => {
     const user = { username, email: `${username}@example.com`, password: 'password123' };
     expect((await request(running.base, 'POST', '/api/users', { body: { user } })).status).toBe(201);
     for (let i = 0; i < 6; i++) {
-      const login = await request(running.base, 'POST', '/api/users/login', { body: { user: { email: user.email, password: user.password } } });
+      const login = await request(running.base, 'POST', '/api/users/login', {
+        body: { user: { email: user.email, password: user.password } },
+      });
       expect(login.status).toBe(200);
     }
 

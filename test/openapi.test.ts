@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { buildApp } from '../src/app.js';
-import { createScratchDatabase, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, type ScratchDatabase, testConfig } from './support/app.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // Found the same way as by scripts/conformance.mjs.
@@ -67,9 +67,7 @@ function schemaDifferences(theirs: Node, ours: Node, specRoot: Node, ourRoot: No
     problems.push(`${where}: required [${sorted(mine.required)}] instead of [${sorted(spec.required)}]`);
   }
   for (const name of specNames.filter((name) => myNames.includes(name))) {
-    problems.push(
-      ...schemaDifferences(spec.properties[name], mine.properties[name], specRoot, ourRoot, `${where}.${name}`),
-    );
+    problems.push(...schemaDifferences(spec.properties[name], mine.properties[name], specRoot, ourRoot, `${where}.${name}`));
   }
   if (spec.items !== undefined) {
     problems.push(...schemaDifferences(spec.items, mine.items ?? {}, specRoot, ourRoot, `${where}[]`));
@@ -81,8 +79,7 @@ function schemaDifferences(theirs: Node, ours: Node, specRoot: Node, ourRoot: No
   return problems;
 }
 
-const jsonSchemaOf = (holder: Node | undefined, root: Node): Node | undefined =>
-  deref(holder, root)?.content?.['application/json']?.schema;
+const jsonSchemaOf = (holder: Node | undefined, root: Node): Node | undefined => deref(holder, root)?.content?.['application/json']?.schema;
 
 /** `in:name` for each parameter, so a query `limit` and a path `limit` are not confused. */
 const parameterKeys = (operation: Node, root: Node) =>
@@ -288,8 +285,7 @@ describe('OpenAPI document', () => {
       change(copy);
       return compareWithSpec(spec, copy);
     };
-    const userSchema = (copy: Node) =>
-      copy.paths['/user'].get.responses['200'].content['application/json'].schema.properties.user;
+    const userSchema = (copy: Node) => copy.paths['/user'].get.responses['200'].content['application/json'].schema.properties.user;
 
     expect(mutate((copy) => delete copy.paths['/tags'])).toEqual(['GET /tags: missing (looked for /api/tags)']);
     expect(mutate((copy) => delete userSchema(copy).properties.bio)).toEqual([
@@ -301,9 +297,7 @@ describe('OpenAPI document', () => {
     expect(mutate((copy) => (userSchema(copy).properties.image.type = 'string'))).toEqual([
       'GET /user 200.user.image: type string instead of null|string',
     ]);
-    expect(mutate((copy) => delete copy.paths['/user'].put.security)).toEqual([
-      'PUT /user: security [] instead of [{"Token":[]}]',
-    ]);
+    expect(mutate((copy) => delete copy.paths['/user'].put.security)).toEqual(['PUT /user: security [] instead of [{"Token":[]}]']);
     expect(mutate((copy) => (copy.paths['/users'].post.security = [{ Token: [] }]))).toEqual([
       'POST /users: security [{"Token":[]}] makes a token mandatory',
     ]);

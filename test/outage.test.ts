@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { inspect } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { isUnavailable } from '../src/db/unavailable.js';
 import { createScratchDatabase, testConfig } from './support/app.js';
 import { call, unique } from './support/client.js';
 import { POSTGRES_BIN, startThrowawayPostgres, type ThrowawayPostgres } from './support/postgres.js';
-import { childEnv, NO_RATE_LIMITS, request, SERVER_ENTRY, startServer, type RunningServer } from './support/processes.js';
+import { childEnv, NO_RATE_LIMITS, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
 const UNAVAILABLE = { errors: { database: ['unavailable'] } };
 const RETRY_AFTER = '5';
@@ -131,7 +131,14 @@ function driveLoad(base: string, tokens: string[], slug: string) {
     const sent = Date.now();
     try {
       const response = await request(base, method, url, { token, body });
-      outcomes.push({ sent, done: Date.now(), client, status: response.status, body: response.body, retryAfter: response.headers.get('retry-after') });
+      outcomes.push({
+        sent,
+        done: Date.now(),
+        client,
+        status: response.status,
+        body: response.body,
+        retryAfter: response.headers.get('retry-after'),
+      });
     } catch (error) {
       outcomes.push({ sent, done: Date.now(), client, status: 0, body: String(error), retryAfter: null });
       // The server is gone; slow down rather than spin on refused connections.
@@ -140,7 +147,12 @@ function driveLoad(base: string, tokens: string[], slug: string) {
   };
   const loops = tokens.map(async (token, client) => {
     for (let round = 0; running; round++) {
-      const article = { title: unique('Outage '), description: 'Under load', body: 'Written while the database may be down', tagList: ['outage', `client${client}`] };
+      const article = {
+        title: unique('Outage '),
+        description: 'Under load',
+        body: 'Written while the database may be down',
+        tagList: ['outage', `client${client}`],
+      };
       await send(client, 'POST', '/api/articles', token, { article });
       await send(client, 'POST', `/api/articles/${slug}/comments`, token, { comment: { body: `round ${round}` } });
       await send(client, round % 2 === 0 ? 'POST' : 'DELETE', `/api/articles/${slug}/favorite`, token);

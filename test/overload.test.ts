@@ -1,5 +1,5 @@
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { deferPerTest, sqliteAppWith } from './support/app.js';
@@ -100,7 +100,8 @@ describe('timeouts against slow clients', () => {
 
   it('closes a connection whose body is still arriving after REQUEST_TIMEOUT, with a 408', async () => {
     const { port } = await listening({ HEADERS_TIMEOUT: '1', REQUEST_TIMEOUT: '2' });
-    const head = 'POST /api/users/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"a":"';
+    const head =
+      'POST /api/users/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"a":"';
     const { elapsedMs, received } = await sendSlowly(port, head);
     expect(elapsedMs).toBeGreaterThanOrEqual(1900);
     expect(elapsedMs).toBeLessThan(4500);

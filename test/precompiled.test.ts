@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../src/db/index.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { precompiled } from '../src/db/precompiled.js';
-import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 
 for (const kind of DATABASES) {
   describe(`precompiled queries [${kind}]`, () => {

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { listeningText } from '../src/cli/serve.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/app.js';
 import { unique } from './support/client.js';
-import { childEnv, request, SERVER_ENTRY, startServer, type RunningServer } from './support/processes.js';
+import { childEnv, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
 const CRASH_PRELOAD = { NODE_OPTIONS: `--import=${pathToFileURL(path.join(import.meta.dirname, 'support', 'crash-on-signal.mjs')).href}` };
 const WATCH = { timeout: 10_000, interval: 5 };
@@ -24,7 +24,9 @@ describe('the listening line', () => {
     expect(listeningText('http://127.0.0.1:3000')).toBe(
       'Conduit listening on http://127.0.0.1:3000 — API http://127.0.0.1:3000/api, docs http://127.0.0.1:3000/docs',
     );
-    expect(listeningText('http://[::1]:8080')).toBe('Conduit listening on http://[::1]:8080 — API http://[::1]:8080/api, docs http://[::1]:8080/docs');
+    expect(listeningText('http://[::1]:8080')).toBe(
+      'Conduit listening on http://[::1]:8080 — API http://[::1]:8080/api, docs http://[::1]:8080/docs',
+    );
   });
 
   it('adds an address a browser can reach when listening on every IPv6 address', () => {
@@ -48,7 +50,9 @@ describe('node dist/server.js', () => {
     server = await startServer(SERVER_ENTRY, [], childEnv(scratch.url, { LOG_LEVEL: 'info' }));
     const { base } = server;
     const listening = logLines(server.output()).filter((line) => String(line.msg).startsWith('Conduit listening'));
-    expect(listening).toEqual([expect.objectContaining({ level: 30, msg: `Conduit listening on ${base} — API ${base}/api, docs ${base}/docs` })]);
+    expect(listening).toEqual([
+      expect.objectContaining({ level: 30, msg: `Conduit listening on ${base} — API ${base}/api, docs ${base}/docs` }),
+    ]);
   });
 
   it('names a loopback URL among the addresses when listening on 0.0.0.0', async () => {
@@ -66,7 +70,9 @@ describe('node dist/server.js', () => {
     ['exception', 'boom from a timer', 'uncaughtException'],
     ['rejection', 'boom from a promise', 'unhandledRejection'],
   ] as const) {
-    it(`after an uncaught ${crashAs}: logs it at fatal with its stack, finishes the request in flight, closes the database and exits 1`, { timeout: 60_000 }, async () => {
+    it(`after an uncaught ${crashAs}: logs it at fatal with its stack, finishes the request in flight, closes the database and exits 1`, {
+      timeout: 60_000,
+    }, async () => {
       scratch = await createScratchDatabase('sqlite');
       server = await startServer(SERVER_ENTRY, [], childEnv(scratch.url, { LOG_LEVEL: 'debug', CRASH_AS: crashAs, ...CRASH_PRELOAD }));
       const { base, child, output } = server;

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
-import { call, registerUser, unique, type TestUser } from './support/client.js';
+import { call, registerUser, type TestUser, unique } from './support/client.js';
 
 const NOT_FOUND = { errors: { profile: ['not found'] } };
 const MISSING = { errors: { token: ['is missing'] } };
@@ -12,13 +12,16 @@ describeEachDatabase('profiles', (ctx) => {
     profile: { username: user.username, bio: null, image: null, following, ...extra },
   });
 
-  const follow = (follower: TestUser, username: string) => call(app(), 'POST', `/api/profiles/${encodeURIComponent(username)}/follow`, { token: follower.token });
-  const unfollow = (follower: TestUser, username: string) => call(app(), 'DELETE', `/api/profiles/${encodeURIComponent(username)}/follow`, { token: follower.token });
+  const follow = (follower: TestUser, username: string) =>
+    call(app(), 'POST', `/api/profiles/${encodeURIComponent(username)}/follow`, { token: follower.token });
+  const unfollow = (follower: TestUser, username: string) =>
+    call(app(), 'DELETE', `/api/profiles/${encodeURIComponent(username)}/follow`, { token: follower.token });
 
   /** Rows in the follows table between two users, read straight from the database. */
   const followRows = async (follower: TestUser, followed: TestUser) => {
     const id = async (user: TestUser) =>
-      (await app().db.selectFrom('users').select('id').where('username_key', '=', user.username.toLowerCase()).executeTakeFirstOrThrow()).id;
+      (await app().db.selectFrom('users').select('id').where('username_key', '=', user.username.toLowerCase()).executeTakeFirstOrThrow())
+        .id;
     const rows = await app()
       .db.selectFrom('follows')
       .selectAll()
@@ -180,7 +183,10 @@ describeEachDatabase('profiles', (ctx) => {
   it('accepts follow and unfollow sent with Content-Type: application/json and an empty body', async () => {
     const fan = await registerUser(app());
     const star = await registerUser(app());
-    for (const [method, following] of [['POST', true], ['DELETE', false]] as const) {
+    for (const [method, following] of [
+      ['POST', true],
+      ['DELETE', false],
+    ] as const) {
       const response = await app().inject({
         method,
         url: `/api/profiles/${star.username}/follow`,

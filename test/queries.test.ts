@@ -11,9 +11,9 @@ import type {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { moveCounter } from '../src/db/counters.js';
-import { openDatabase, type DatabaseHandle } from '../src/db/index.js';
-import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
-import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 /**
  * Counts the queries that really ran (a result came back), whatever builds them: the plugin sits on the
@@ -136,10 +136,14 @@ for (const kind of DATABASES) {
       const counts: Array<{ cold: number; warm: number }> = [];
       for (const limit of [1, 100]) {
         counts.push(
-          await coldThenWarm(`/api/articles?limit=${limit}&tag=${tag}&author=${author.username}&favorited=${viewer.username}`, viewer.token, (body) => {
-            expect(body.articlesCount).toBe(10);
-            expect(body.articles).toHaveLength(Math.min(limit, 10));
-          }),
+          await coldThenWarm(
+            `/api/articles?limit=${limit}&tag=${tag}&author=${author.username}&favorited=${viewer.username}`,
+            viewer.token,
+            (body) => {
+              expect(body.articlesCount).toBe(10);
+              expect(body.articles).toHaveLength(Math.min(limit, 10));
+            },
+          ),
         );
       }
       // The token check's account version read (its account is cached), the content version, page, count, tags,
@@ -164,8 +168,12 @@ for (const kind of DATABASES) {
       const author = authors[1]!;
       const few = await createArticle(app, author.token, { tagList: ['one'] });
       const many = await createArticle(app, author.token, { tagList: Array.from({ length: 20 }, (_, i) => `many-${i}`) });
-      const fewCount = await coldThenWarm(`/api/articles/${few.slug}`, viewer.token, (body) => expect(body.article.tagList).toHaveLength(1));
-      const manyCount = await coldThenWarm(`/api/articles/${many.slug}`, viewer.token, (body) => expect(body.article.tagList).toHaveLength(20));
+      const fewCount = await coldThenWarm(`/api/articles/${few.slug}`, viewer.token, (body) =>
+        expect(body.article.tagList).toHaveLength(1),
+      );
+      const manyCount = await coldThenWarm(`/api/articles/${many.slug}`, viewer.token, (body) =>
+        expect(body.article.tagList).toHaveLength(20),
+      );
       expect(manyCount).toEqual(fewCount);
       // The account and content version reads, article, tags, viewer flags; cached: the two reads alone.
       expect(manyCount).toEqual({ cold: 5, warm: 2 });
@@ -183,7 +191,9 @@ for (const kind of DATABASES) {
       const tokenCheck = await queriesOf('/api/user', viewer.token);
       for (const token of [viewer.token, undefined]) {
         const oneCount = await coldThenWarm(`/api/articles/${one.slug}/comments`, token, (body) => expect(body.comments).toHaveLength(1));
-        const thirtyCount = await coldThenWarm(`/api/articles/${thirty.slug}/comments`, token, (body) => expect(body.comments).toHaveLength(30));
+        const thirtyCount = await coldThenWarm(`/api/articles/${thirty.slug}/comments`, token, (body) =>
+          expect(body.comments).toHaveLength(30),
+        );
         expect(thirtyCount).toEqual(oneCount);
         // Version check, article, comments; then only the version check. Signed in, the token check comes on top.
         const versionCheck = token === undefined ? 1 : tokenCheck + 1;

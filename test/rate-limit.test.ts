@@ -277,6 +277,8 @@ describe.skipIf(noRedis !== null && !process.env.CI)('limits shared through Redi
       await scratch.drop();
     });
     const config = testConfig(scratch.url, { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, RATE_LIMIT_MAX: '5' });
-    await expect(buildApp(config, { database })).rejects.toThrow(/^REDIS_URL: cannot connect to Redis at 127\.0\.0\.1:\d+ \(connection refused\); /);
+    await expect(buildApp(config, { database })).rejects.toThrow(
+      /^REDIS_URL: cannot connect to Redis at 127\.0\.0\.1:\d+ \(connection refused\); /,
+    );
   });
 });

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { describeEachDatabase, testConfig } from './support/app.js';
-import { call, createArticle, registerUser, unique, type TestUser } from './support/client.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 /**
  * Lists, articles and tags are cached per process on versions that every relevant write moves. Each write
@@ -39,7 +39,10 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
   it('an article created elsewhere appears in the list and under its tag', async () => {
     const tag = unique('fresh');
     const { before, after } = await afterWrite(`/api/articles?tag=${tag}`, undefined, () =>
-      call(writer(), 'POST', '/api/articles', { token: author.token, body: { article: { title: unique('New '), description: 'd', body: 'b', tagList: [tag] } } }),
+      call(writer(), 'POST', '/api/articles', {
+        token: author.token,
+        body: { article: { title: unique('New '), description: 'd', body: 'b', tagList: [tag] } },
+      }),
     );
     expect(before.articlesCount).toBe(0);
     expect(after.articlesCount).toBe(1);
@@ -74,7 +77,9 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
 
   it('a follow or unfollow that changes nothing leaves the content version, and so every cache, in place', async () => {
     const version = async () =>
-      Number((await ctx().app.db.selectFrom('counters').select('value').where('name', '=', 'content_version').executeTakeFirstOrThrow()).value);
+      Number(
+        (await ctx().app.db.selectFrom('counters').select('value').where('name', '=', 'content_version').executeTakeFirstOrThrow()).value,
+      );
     const follow = (method: 'POST' | 'DELETE') => call(writer(), method, `/api/profiles/${author.username}/follow`, { token: fan.token });
     expect((await follow('POST')).status).toBe(200);
     const afterFollow = await version();
@@ -113,12 +118,16 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
     expect(added.before.comments).toEqual([]);
     expect(added.after.comments).toMatchObject([{ id, body: 'first!', author: { username: fan.username, following: false } }]);
 
-    const followed = await afterWrite(url, author.token, () => call(writer(), 'POST', `/api/profiles/${fan.username}/follow`, { token: author.token }));
+    const followed = await afterWrite(url, author.token, () =>
+      call(writer(), 'POST', `/api/profiles/${fan.username}/follow`, { token: author.token }),
+    );
     expect(followed.before.comments[0].author.following).toBe(false);
     expect(followed.after.comments[0].author.following).toBe(true);
 
     const bio = unique('commenter ');
-    const renamed = await afterWrite(url, undefined, () => call(writer(), 'PUT', '/api/user', { token: fan.token, body: { user: { bio } } }));
+    const renamed = await afterWrite(url, undefined, () =>
+      call(writer(), 'PUT', '/api/user', { token: fan.token, body: { user: { bio } } }),
+    );
     expect(renamed.after.comments[0].author.bio).toBe(bio);
 
     const deleted = await afterWrite(url, undefined, () => call(writer(), 'DELETE', `${url}/${id}`, { token: fan.token }));
@@ -150,7 +159,10 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
 
   it('an edit changes the article and its tags; a delete removes it', async () => {
     const edited = await afterWrite(`/api/articles/${slug}`, undefined, () =>
-      call(writer(), 'PUT', `/api/articles/${slug}`, { token: author.token, body: { article: { description: 'changed', tagList: ['cache-b'] } } }),
+      call(writer(), 'PUT', `/api/articles/${slug}`, {
+        token: author.token,
+        body: { article: { description: 'changed', tagList: ['cache-b'] } },
+      }),
     );
     expect(edited.after.article).toMatchObject({ description: 'changed', tagList: ['cache-b'] });
     expect((await call(reader, 'GET', '/api/tags')).body.tags).not.toContain('cache-a');

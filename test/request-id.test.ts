@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { isInstalled, loggerOptions } from '../src/plugins/logging.js';
-import { createScratchDatabase, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, type ScratchDatabase, testConfig } from './support/app.js';
 import { call, unique } from './support/client.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { createScratchDatabase, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, type ScratchDatabase, testConfig } from './support/app.js';
 
 /** What every JSON answer carries, errors and refusals included. */
 const API_HEADERS = {

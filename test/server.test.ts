@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { createScratchDatabase, DATABASES, testConfig, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { unique } from './support/client.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -31,7 +31,11 @@ for (const kind of DATABASES) {
       await scratch?.drop();
     });
 
-    const send = async (method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
+    const send = async (
+      method: string,
+      path: string,
+      options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+    ) => {
       const headers: Record<string, string> = { ...options.headers };
       if (options.token) headers.authorization = `Token ${options.token}`;
       let body: string | undefined;
@@ -112,7 +116,9 @@ for (const kind of DATABASES) {
     });
 
     it('refuses a body over 1 MiB with 413 over HTTP', async () => {
-      const payload = JSON.stringify({ user: { username: unique(), email: `${unique()}@example.com`, password: 'password123', pad: 'x'.repeat(1024 * 1024) } });
+      const payload = JSON.stringify({
+        user: { username: unique(), email: `${unique()}@example.com`, password: 'password123', pad: 'x'.repeat(1024 * 1024) },
+      });
       const response = await send('POST', '/api/users', { body: payload });
       expect(response.status).toBe(413);
       expect(response.json).toEqual({ errors: { body: ['is too large'] } });
@@ -136,11 +142,18 @@ for (const kind of DATABASES) {
     });
 
     it('accepts follow with Content-Type: application/json and an empty body over HTTP', async () => {
-      const fan = await send('POST', '/api/users', { body: { user: { username: unique('fan'), email: `${unique()}@example.com`, password: 'password123' } } });
+      const fan = await send('POST', '/api/users', {
+        body: { user: { username: unique('fan'), email: `${unique()}@example.com`, password: 'password123' } },
+      });
       const starName = unique('star');
-      await send('POST', '/api/users', { body: { user: { username: starName, email: `${starName}@example.com`, password: 'password123' } } });
+      await send('POST', '/api/users', {
+        body: { user: { username: starName, email: `${starName}@example.com`, password: 'password123' } },
+      });
       const token: string = fan.json.user.token;
-      for (const [method, following] of [['POST', true], ['DELETE', false]] as const) {
+      for (const [method, following] of [
+        ['POST', true],
+        ['DELETE', false],
+      ] as const) {
         const response = await send(method, `/api/profiles/${starName}/follow`, { token, body: '' });
         expect(response.status, method).toBe(200);
         expect(response.json.profile).toEqual({ username: starName, bio: null, image: null, following });

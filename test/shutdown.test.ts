@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createScratchDatabase, DATABASES, withAdmin, type ScratchDatabase } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, withAdmin } from './support/app.js';
 import { unique } from './support/client.js';
-import { childEnv, request, SERVER_ENTRY, startServer, type RunningServer } from './support/processes.js';
+import { childEnv, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
 const IN_FLIGHT = 50;
 const EXIT_WITHIN_MS = 10_000;
@@ -36,7 +36,13 @@ function loadFor(user: { email: string; password: string; token: string }): Load
         return { id, method: 'POST', url: '/api/users', body, expected: 201, username };
       }
       case 2:
-        return { id, method: 'POST', url: '/api/users/login', body: { user: { email: user.email, password: user.password } }, expected: 200 };
+        return {
+          id,
+          method: 'POST',
+          url: '/api/users/login',
+          body: { user: { email: user.email, password: user.password } },
+          expected: 200,
+        };
       case 3:
         return { id, method: 'GET', url: '/api/articles?limit=5', expected: 200 };
       default:
@@ -97,7 +103,9 @@ async function storedUsernames(databaseUrl: string, usernames: string[]): Promis
     try {
       database.pragma('locking_mode = EXCLUSIVE');
       database.exec('begin exclusive');
-      const rows = database.prepare(`select username from users where username in (${usernames.map(() => '?').join(',')})`).all(...usernames);
+      const rows = database
+        .prepare(`select username from users where username in (${usernames.map(() => '?').join(',')})`)
+        .all(...usernames);
       database.exec('commit');
       return (rows as Array<{ username: string }>).map((row) => row.username);
     } finally {

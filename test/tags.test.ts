@@ -88,7 +88,7 @@ describeEachDatabase('tags', (ctx) => {
 
     await deleteArticle(author.token, second.slug);
     expect(await tagsWith(p)).toEqual([`${p}-kept`]);
-    expect(await storedCount(`${p}-gone`) ?? 0).toBe(0);
+    expect((await storedCount(`${p}-gone`)) ?? 0).toBe(0);
     const tagged = await call(app(), 'GET', `/api/articles?tag=${p}-gone`);
     expect(tagged.body).toEqual({ articles: [], articlesCount: 0 });
   });
@@ -105,7 +105,7 @@ describeEachDatabase('tags', (ctx) => {
 
     // Clearing again changes nothing and never drives a counter below zero.
     await setTags(author.token, article.slug, []);
-    expect(await storedCount(`${p}-one`) ?? 0).toBe(0);
+    expect((await storedCount(`${p}-one`)) ?? 0).toBe(0);
     expect(await tagsWith(p)).toEqual([]);
   });
 
@@ -117,7 +117,7 @@ describeEachDatabase('tags', (ctx) => {
     expect(await tagsWith(p)).toEqual([`${p}-both`, `${p}-new`]);
     expect(await storedCount(`${p}-both`)).toBe(1);
     expect(await storedCount(`${p}-new`)).toBe(1);
-    expect(await storedCount(`${p}-old`) ?? 0).toBe(0);
+    expect((await storedCount(`${p}-old`)) ?? 0).toBe(0);
   });
 
   it('keeps the tags when an update leaves tagList out', async () => {

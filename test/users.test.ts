@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
-import { call, registerUser, unique, type TestUser } from './support/client.js';
+import { call, registerUser, type TestUser, unique } from './support/client.js';
 
 const BLANK = "can't be blank";
 const TAKEN = 'has already been taken';
@@ -11,11 +11,7 @@ describeEachDatabase('users', (ctx) => {
 
   /** The stored row of a user, read straight from the database. */
   const userRow = (username: string) =>
-    app()
-      .db.selectFrom('users')
-      .selectAll()
-      .where('username_key', '=', username.toLowerCase())
-      .executeTakeFirstOrThrow();
+    app().db.selectFrom('users').selectAll().where('username_key', '=', username.toLowerCase()).executeTakeFirstOrThrow();
 
   const login = (email: string, password: string) => call(app(), 'POST', '/api/users/login', { body: { user: { email, password } } });
 
@@ -81,7 +77,11 @@ describeEachDatabase('users', (ctx) => {
     const username = unique('race');
     const responses = await Promise.all(
       [0, 1, 2, 3].map((n) =>
-        call(app(), 'POST', '/api/users', { body: { user: { username: n % 2 ? username : username.toUpperCase(), email: `${unique()}@example.com`, password: 'password123' } } }),
+        call(app(), 'POST', '/api/users', {
+          body: {
+            user: { username: n % 2 ? username : username.toUpperCase(), email: `${unique()}@example.com`, password: 'password123' },
+          },
+        }),
       ),
     );
     const statuses = responses.map((response) => response.status).sort();
@@ -135,7 +135,9 @@ describeEachDatabase('users', (ctx) => {
   });
 
   it('answers 422 when the "user" wrapper is missing', async () => {
-    const response = await call(app(), 'POST', '/api/users', { body: { username: unique(), email: `${unique()}@example.com`, password: 'password123' } });
+    const response = await call(app(), 'POST', '/api/users', {
+      body: { username: unique(), email: `${unique()}@example.com`, password: 'password123' },
+    });
     expect(response.status).toBe(422);
     expect(response.body).toEqual({ errors: { user: [BLANK] } });
   });
@@ -162,7 +164,9 @@ describeEachDatabase('users', (ctx) => {
 
   it('enforces the username (64) and email (254) length limits', async () => {
     const longest = `${unique()}${'a'.repeat(64)}`.slice(0, 64);
-    const ok = await call(app(), 'POST', '/api/users', { body: { user: { username: longest, email: `${unique()}@example.com`, password: 'password123' } } });
+    const ok = await call(app(), 'POST', '/api/users', {
+      body: { user: { username: longest, email: `${unique()}@example.com`, password: 'password123' } },
+    });
     expect(ok.status).toBe(201);
 
     const tooLong = await call(app(), 'POST', '/api/users', {
@@ -171,15 +175,22 @@ describeEachDatabase('users', (ctx) => {
     expect(tooLong.status).toBe(422);
     expect(Object.keys(tooLong.body.errors)).toEqual(['username']);
 
-    const longEmail = `${unique()}${'e'.repeat(250)}`.slice(0, 243) + '@example.com'; // 255 characters
+    const longEmail = `${`${unique()}${'e'.repeat(250)}`.slice(0, 243)}@example.com`; // 255 characters
     expect(longEmail).toHaveLength(255);
-    const emailTooLong = await call(app(), 'POST', '/api/users', { body: { user: { username: unique(), email: longEmail, password: 'password123' } } });
+    const emailTooLong = await call(app(), 'POST', '/api/users', {
+      body: { user: { username: unique(), email: longEmail, password: 'password123' } },
+    });
     expect(emailTooLong.status).toBe(422);
     expect(Object.keys(emailTooLong.body.errors)).toEqual(['email']);
   });
 
   it('accepts passwords of 8 and 256 characters and refuses 7 and 257 at registration', async () => {
-    for (const [length, status] of [[7, 422], [8, 201], [256, 201], [257, 422]] as const) {
+    for (const [length, status] of [
+      [7, 422],
+      [8, 201],
+      [256, 201],
+      [257, 422],
+    ] as const) {
       const { username, email } = newIdentity();
       const password = 'p'.repeat(length);
       const response = await call(app(), 'POST', '/api/users', { body: { user: { username, email, password } } });
@@ -254,10 +265,16 @@ describeEachDatabase('users', (ctx) => {
   it('answers 422 for missing, null or blank login fields', async () => {
     const cases: Array<[unknown, Record<string, string[]>]> = [
       [{}, { email: [BLANK], password: [BLANK] }],
-      [{ email: null, password: null }, { email: [BLANK], password: [BLANK] }],
+      [
+        { email: null, password: null },
+        { email: [BLANK], password: [BLANK] },
+      ],
       [{ email: '', password: 'password123' }, { email: [BLANK] }],
       [{ email: 'someone@example.com', password: '' }, { password: [BLANK] }],
-      [{ email: '   ', password: '   ' }, { email: [BLANK], password: [BLANK] }],
+      [
+        { email: '   ', password: '   ' },
+        { email: [BLANK], password: [BLANK] },
+      ],
     ];
     for (const [user, errors] of cases) {
       const response = await call(app(), 'POST', '/api/users/login', { body: { user } });
@@ -461,7 +478,9 @@ describeEachDatabase('users', (ctx) => {
       bio: 'Real change',
     });
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ user: { username: user.username, email: user.email, bio: 'Real change', image: null, token: user.token } });
+    expect(response.body).toEqual({
+      user: { username: user.username, email: user.email, bio: 'Real change', image: null, token: user.token },
+    });
     const after = await userRow(user.username);
     expect(after).toMatchObject({ id: before.id, token_version: 0, kept_session: null, password_hash: before.password_hash });
     expect((await login(user.email, user.password)).status).toBe(200);

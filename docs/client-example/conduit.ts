@@ -38,9 +38,7 @@ export async function tour(baseUrl: string, suffix: string) {
 
   const { user: author } = await register('author');
   const { user: reader } = await register('reader');
-  const { user: signedIn } = await expectSuccess(
-    anonymous.POST('/users/login', { body: { user: { email: reader.email, password } } }),
-  );
+  const { user: signedIn } = await expectSuccess(anonymous.POST('/users/login', { body: { user: { email: reader.email, password } } }));
   const asAuthor = createConduit(baseUrl, author.token);
   const asReader = createConduit(baseUrl, signedIn.token);
 
@@ -81,9 +79,7 @@ export async function tour(baseUrl: string, suffix: string) {
     asReader.POST('/articles/{slug}/comments', { ...slugPath, body: { comment: { body: 'Finally, no any.' } } }),
   );
   const comments = await expectSuccess(anonymous.GET('/articles/{slug}/comments', slugPath));
-  await expectSuccess(
-    asReader.DELETE('/articles/{slug}/comments/{id}', { params: { path: { slug: article.slug, id: comment.id } } }),
-  );
+  await expectSuccess(asReader.DELETE('/articles/{slug}/comments/{id}', { params: { path: { slug: article.slug, id: comment.id } } }));
 
   const { tags } = await expectSuccess(anonymous.GET('/tags'));
   const unfollowed = await expectSuccess(asReader.DELETE('/profiles/{username}/follow', followPath));

@@ -6,8 +6,8 @@ import pg from 'pg';
 import type { DatabaseConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/index.js';
 import type { Progress } from './progress.js';
-import { SCALES, SEED_VERSION, type ScaleName } from './seed-data.js';
 import { migrate, seedDatabase } from './seed.js';
+import { SCALES, type ScaleName, SEED_VERSION } from './seed-data.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 
@@ -36,7 +36,13 @@ export function locate(kind: DatabaseKind, scale: ScaleName, postgresUrl?: strin
   if (postgresUrl === undefined) throw new Error('PostgreSQL needs --postgres-url or BENCH_DATABASE_URL');
   const url = new URL(postgresUrl);
   url.pathname = `/${postgresName(scale)}`;
-  return { kind, scale, url: url.toString(), config: { kind, url: url.toString(), poolSize: 2, connectTimeoutMs: 10_000 }, adminUrl: postgresUrl };
+  return {
+    kind,
+    scale,
+    url: url.toString(),
+    config: { kind, url: url.toString(), poolSize: 2, connectTimeoutMs: 10_000 },
+    adminUrl: postgresUrl,
+  };
 }
 
 const postgresName = (scale: ScaleName) => `conduit_bench_${scale}`;
@@ -64,7 +70,9 @@ async function isSeeded(database: BenchDatabase): Promise<boolean> {
   try {
     const tables = await handle.db.introspection.getTables();
     if (!tables.some((table) => table.name === MARKER_TABLE)) return false;
-    const { rows } = await sql<{ version: number }>`select version from ${sql.table(MARKER_TABLE)} where scale = ${database.scale}`.execute(handle.db);
+    const { rows } = await sql<{ version: number }>`select version from ${sql.table(MARKER_TABLE)} where scale = ${database.scale}`.execute(
+      handle.db,
+    );
     return rows[0]?.version === SEED_VERSION;
   } finally {
     await handle.destroy();
@@ -74,7 +82,9 @@ async function isSeeded(database: BenchDatabase): Promise<boolean> {
 async function markSeeded(database: BenchDatabase): Promise<void> {
   const handle = openDatabase(database.config);
   try {
-    await sql`create table ${sql.table(MARKER_TABLE)} (scale text not null, version integer not null, seeded_at bigint not null)`.execute(handle.db);
+    await sql`create table ${sql.table(MARKER_TABLE)} (scale text not null, version integer not null, seeded_at bigint not null)`.execute(
+      handle.db,
+    );
     await sql`insert into ${sql.table(MARKER_TABLE)} values (${database.scale}, ${SEED_VERSION}, ${Date.now()})`.execute(handle.db);
   } finally {
     await handle.destroy();

@@ -2,12 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { measureArgon2, type Argon2Baseline } from './argon2-baseline.js';
+import { type Argon2Baseline, measureArgon2 } from './argon2-baseline.js';
 import { startCeiling } from './ceiling.js';
-import { BENCH_DIR, locate, prepareDatabase, PROJECT_ROOT, type DatabaseKind } from './databases.js';
-import { measureScenario, type MeasureSettings } from './measure.js';
+import { BENCH_DIR, type DatabaseKind, locate, PROJECT_ROOT, prepareDatabase } from './databases.js';
+import { type MeasureSettings, measureScenario } from './measure.js';
 import { Progress } from './progress.js';
-import { describeMachine, formatRun, writeResults, type DatabaseRun, type ScenarioResult } from './report.js';
+import { type DatabaseRun, describeMachine, formatRun, type ScenarioResult, writeResults } from './report.js';
 import { buildScenario, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
 import { SCALES, type ScaleName } from './seed-data.js';
 import { startServer } from './server.js';
@@ -20,7 +20,10 @@ const ARGON2_IN_FLIGHT = 50;
 const listOf =
   <T extends string>(allowed: readonly T[]) =>
   (raw: string): T[] => {
-    const items = raw.split(',').map((item) => item.trim()).filter(Boolean);
+    const items = raw
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
     const unknown = items.filter((item) => !allowed.includes(item as T));
     if (items.length === 0 || unknown.length > 0) {
       throw new InvalidArgumentError(`expected a comma-separated list of ${allowed.join(', ')}`);
@@ -67,7 +70,7 @@ function parseOptions(): Options {
     .addOption(
       new Option(
         '--postgres-url <url>',
-        'PostgreSQL server for the postgres runs; only its conduit_bench_<scale> databases are dropped and created, never the URL\'s own database',
+        "PostgreSQL server for the postgres runs; only its conduit_bench_<scale> databases are dropped and created, never the URL's own database",
       ).env('BENCH_DATABASE_URL'),
     )
     .addOption(
@@ -76,10 +79,18 @@ function parseOptions(): Options {
         .default([...SCENARIO_IDS], 'all'),
     )
     .option('--duration <seconds>', 'measured seconds per scenario (and per ceiling run)', positive(false), 10)
-    .option('--warmup <seconds>', 'unmeasured seconds of the same load before each measurement, 0 for none', (raw) => (raw === '0' ? 0 : positive(false)(raw)), 3)
+    .option(
+      '--warmup <seconds>',
+      'unmeasured seconds of the same load before each measurement, 0 for none',
+      (raw) => (raw === '0' ? 0 : positive(false)(raw)),
+      3,
+    )
     .option('--connections <n>', 'concurrent connections of the load generator', positive(true), 50)
     .option('--out <file>', 'results as JSON (default: .bench/results-<timestamp>.json)')
-    .option('--reuse', 'keep seeded databases between runs: skip seeding when the same scale and seed version is there (new migrations still apply)')
+    .option(
+      '--reuse',
+      'keep seeded databases between runs: skip seeding when the same scale and seed version is there (new migrations still apply)',
+    )
     .option('--cpu-prof', 'run the server with node --cpu-prof; profiles go to .bench/run-<timestamp>/profiles/')
     .option('--smoke', 'for CI: exit 1 if any response was non-2xx or any request failed or timed out; speed never fails')
     .addHelpText(
@@ -111,7 +122,9 @@ function warnings(result: ScenarioResult): string[] {
     );
   }
   if (errors > 0) {
-    lines.push(`WARNING ${result.id}: ${errors} request errors, ${timeouts} of them timeouts (${JSON.stringify(result.server.errorCodes)})`);
+    lines.push(
+      `WARNING ${result.id}: ${errors} request errors, ${timeouts} of them timeouts (${JSON.stringify(result.server.errorCodes)})`,
+    );
   }
   const alongside = result.login?.tagsAlongside;
   if (alongside && alongside.non2xx + alongside.errors > 0) {
@@ -130,7 +143,10 @@ async function main(): Promise<number> {
     }
     return true;
   });
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/-\d+Z$/, 'Z');
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[:.]/g, '-')
+    .replace(/-\d+Z$/, 'Z');
   const runDir = path.join(BENCH_DIR, `run-${stamp}`);
   const out = path.resolve(options.out ?? path.join(BENCH_DIR, `results-${stamp}.json`));
   mkdirSync(runDir, { recursive: true });
@@ -202,7 +218,8 @@ async function main(): Promise<number> {
   }
   console.log(`\nresults: ${out}`);
   if (options.cpuProf) console.log(`CPU profiles: ${path.join(runDir, 'profiles')} (open in Chrome DevTools or speedscope)`);
-  if (requestsFailed) console.log(options.smoke ? 'SMOKE FAILED: see the warnings above.' : 'Some requests failed: see the warnings above.');
+  if (requestsFailed)
+    console.log(options.smoke ? 'SMOKE FAILED: see the warnings above.' : 'Some requests failed: see the warnings above.');
   if (runsStopped) console.log('Some runs stopped early: see RUN STOPPED EARLY above.');
   return runsStopped || (options.smoke && requestsFailed) ? 1 : 0;
 }

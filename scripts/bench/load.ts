@@ -97,7 +97,9 @@ export async function send(base: string, spec: RequestSpec): Promise<Answer> {
   const { headers, body } = encode(spec);
   const response = await fetch(`${base}${spec.path}`, { method: spec.method, headers, body }).catch((error: Error) => {
     // fetch says only "fetch failed"; the socket error that explains it is its cause.
-    throw new Error(`${spec.method} ${spec.path} failed: ${String((error.cause as Error | undefined)?.message ?? error.message)}`, { cause: error });
+    throw new Error(`${spec.method} ${spec.path} failed: ${String((error.cause as Error | undefined)?.message ?? error.message)}`, {
+      cause: error,
+    });
   });
   const bytes = Buffer.from(await response.arrayBuffer());
   return { spec, status: response.status, body: bytes.toString('utf8'), bytes: bytes.length };

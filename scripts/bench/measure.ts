@@ -1,9 +1,9 @@
 import type { Argon2Baseline } from './argon2-baseline.js';
 import type { Ceiling } from './ceiling.js';
-import { runLoad, send, type Answer, type LoadResult, type RequestSource, type RequestSpec } from './load.js';
+import { type Answer, type LoadResult, type RequestSource, type RequestSpec, runLoad, send } from './load.js';
 import type { ScenarioResult } from './report.js';
 import { SCENARIO_TITLES, type Scenario } from './scenarios.js';
-import { cpuSeconds, watchRss, type RunningServer } from './server.js';
+import { cpuSeconds, type RunningServer, watchRss } from './server.js';
 
 export interface MeasureSettings {
   connections: number;
@@ -52,7 +52,10 @@ async function warmThenMeasure(
 ) {
   if (settings.warmupSeconds > 0) await runLoad(base, next, { connections: settings.connections, seconds: settings.warmupSeconds });
   const cpuBefore = options.pid === undefined ? null : cpuSeconds(options.pid);
-  const [measured, alongside] = await Promise.all([runLoad(base, next, { connections: settings.connections, seconds: settings.seconds }), options.alongside?.()]);
+  const [measured, alongside] = await Promise.all([
+    runLoad(base, next, { connections: settings.connections, seconds: settings.seconds }),
+    options.alongside?.(),
+  ]);
   const cpuAfter = options.pid === undefined ? null : cpuSeconds(options.pid);
   const requests = measured.requests + (alongside?.requests ?? 0);
   const cpuMicrosPerRequest = cpuBefore === null || cpuAfter === null || requests === 0 ? null : ((cpuAfter - cpuBefore) / requests) * 1e6;
@@ -78,7 +81,11 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
     pid: server.pid,
     ...(scenario.id === 'login' && {
       alongside: () =>
-        runLoad(server.base, () => TAGS_REQUEST, { connections: ALONGSIDE_LOGIN_CONNECTIONS, seconds: settings.seconds, rate: ALONGSIDE_LOGIN_RATE }),
+        runLoad(server.base, () => TAGS_REQUEST, {
+          connections: ALONGSIDE_LOGIN_CONNECTIONS,
+          seconds: settings.seconds,
+          rate: ALONGSIDE_LOGIN_RATE,
+        }),
     }),
   });
   const rssMaxBytes = rss.stop();

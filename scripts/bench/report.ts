@@ -78,17 +78,24 @@ export async function describeMachine(postgresUrl: string | undefined): Promise<
 }
 
 const megabytes = (bytes: number | null) => (bytes === null ? '-' : (bytes / 1_048_576).toFixed(0));
-const decimals = (value: number, digits: number) => value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const decimals = (value: number, digits: number) =>
+  value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   // The first column is a name, the others are numbers: right-aligned so that digits line up.
-  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
   return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }
 
 export function formatRun(run: DatabaseRun): string {
-  const seeded = run.seed.reused ? 'reused' : `seeded in ${decimals(run.seed.phases.reduce((sum, phase) => sum + phase.seconds, 0), 1)} s`;
+  const seeded = run.seed.reused
+    ? 'reused'
+    : `seeded in ${decimals(
+        run.seed.phases.reduce((sum, phase) => sum + phase.seconds, 0),
+        1,
+      )} s`;
   const rows = run.scenarios.map((result) => [
     result.id,
     decimals(result.server.requestsPerSecond, 0),
@@ -103,7 +110,10 @@ export function formatRun(run: DatabaseRun): string {
   ]);
   const lines = [
     `== ${run.database} / ${run.scale} (${seeded}) ==`,
-    table(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors (timeouts)', 'ceiling req/s', 'ratio', 'RSS MB', 'CPU µs/req'], rows),
+    table(
+      ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors (timeouts)', 'ceiling req/s', 'ratio', 'RSS MB', 'CPU µs/req'],
+      rows,
+    ),
   ];
   for (const result of run.scenarios) {
     if (result.login === undefined) continue;

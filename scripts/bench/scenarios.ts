@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DatabaseConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/index.js';
-import { send, type RequestSource, type RequestSpec } from './load.js';
+import { type RequestSource, type RequestSpec, send } from './load.js';
 import { BENCH_PASSWORD } from './seed-data.js';
 import { SENTENCES } from './words.js';
 
@@ -88,7 +88,13 @@ const headAndTail = <T>(ranked: readonly T[], count: number) => [...ranked.slice
 export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
   const { db, destroy } = openDatabase(database);
   try {
-    const tags = await db.selectFrom('tags').select('name').where('article_count', '>', 0).orderBy('article_count', 'desc').orderBy('name').execute();
+    const tags = await db
+      .selectFrom('tags')
+      .select('name')
+      .where('article_count', '>', 0)
+      .orderBy('article_count', 'desc')
+      .orderBy('name')
+      .execute();
     const authors = await db
       .selectFrom('users')
       .select('username')
@@ -97,14 +103,29 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       .orderBy('id')
       .execute();
     const users = await db.selectFrom('users').select(['username', 'email']).orderBy('id').execute();
-    const hot = await db.selectFrom('articles').select('slug').orderBy('favorites_count', 'desc').orderBy('id').limit(HOT_ARTICLES).execute();
-    const { last } = await db.selectFrom('articles').select((eb) => eb.fn.max('id').as('last')).executeTakeFirstOrThrow();
+    const hot = await db
+      .selectFrom('articles')
+      .select('slug')
+      .orderBy('favorites_count', 'desc')
+      .orderBy('id')
+      .limit(HOT_ARTICLES)
+      .execute();
+    const { last } = await db
+      .selectFrom('articles')
+      .select((eb) => eb.fn.max('id').as('last'))
+      .executeTakeFirstOrThrow();
     const everyId = { length: ARTICLES - HOT_ARTICLES };
     const spreadIds = Array.from(everyId, (_, k) => 1 + Math.round((k * (Number(last ?? 1) - 1)) / (everyId.length - 1)));
     const spread = await db.selectFrom('articles').select('slug').where('id', 'in', spreadIds).orderBy('id').execute();
     return {
-      tags: headAndTail(tags.map((row) => row.name), SPREAD_TAGS),
-      authors: headAndTail(authors.map((row) => row.username), SPREAD_AUTHORS),
+      tags: headAndTail(
+        tags.map((row) => row.name),
+        SPREAD_TAGS,
+      ),
+      authors: headAndTail(
+        authors.map((row) => row.username),
+        SPREAD_AUTHORS,
+      ),
       favoriters: pickEvenly(users, USERS).map((user) => user.username),
       profiles: pickEvenly(users, PROFILES).map((user) => user.username),
       slugs: [...new Set([...hot, ...spread].map((row) => row.slug))],
@@ -149,23 +170,47 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: readon
     case 'list':
       return rotation(id, [get('/api/articles')]);
     case 'list-auth':
-      return rotation(id, tokens.map((token) => get('/api/articles', token)));
+      return rotation(
+        id,
+        tokens.map((token) => get('/api/articles', token)),
+      );
     case 'by-tag':
-      return rotation(id, targets.tags.map((tag) => get(query('tag', tag))));
+      return rotation(
+        id,
+        targets.tags.map((tag) => get(query('tag', tag))),
+      );
     case 'by-author':
-      return rotation(id, targets.authors.map((author) => get(query('author', author))));
+      return rotation(
+        id,
+        targets.authors.map((author) => get(query('author', author))),
+      );
     case 'by-favorited':
-      return rotation(id, targets.favoriters.map((user) => get(query('favorited', user))));
+      return rotation(
+        id,
+        targets.favoriters.map((user) => get(query('favorited', user))),
+      );
     case 'feed':
-      return rotation(id, tokens.map((token) => get('/api/articles/feed', token)));
+      return rotation(
+        id,
+        tokens.map((token) => get('/api/articles/feed', token)),
+      );
     case 'article':
-      return rotation(id, targets.slugs.map((slug) => get(articlePath(slug))));
+      return rotation(
+        id,
+        targets.slugs.map((slug) => get(articlePath(slug))),
+      );
     case 'comments':
-      return rotation(id, targets.slugs.map((slug) => get(`${articlePath(slug)}/comments`)));
+      return rotation(
+        id,
+        targets.slugs.map((slug) => get(`${articlePath(slug)}/comments`)),
+      );
     case 'tags':
       return rotation(id, [get('/api/tags')]);
     case 'profile':
-      return rotation(id, targets.profiles.map((username) => get(`/api/profiles/${encodeURIComponent(username)}`)));
+      return rotation(
+        id,
+        targets.profiles.map((username) => get(`/api/profiles/${encodeURIComponent(username)}`)),
+      );
     case 'login':
       return rotation(id, targets.loginEmails.map(loginRequest));
     case 'favorite':

@@ -42,7 +42,7 @@ const HISTORY_START = HISTORY_END - 730 * DAY_MS;
 const SIGNUP_START = HISTORY_START - 90 * DAY_MS;
 
 /** One independent random sequence per concern: changing how one table is written leaves the others as they were. */
-const enum Stream {
+enum Stream {
   Plan,
   Users,
   Articles,
@@ -248,9 +248,20 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
   const users = tableLoad(
     'users',
     [
-      ['id', 'int'], ['username', 'text'], ['username_key', 'text'], ['email', 'text'], ['email_key', 'text'],
-      ['password_hash', 'text'], ['bio', 'text'], ['image', 'text'], ['token_version', 'int'], ['kept_session', 'text'],
-      ['articles_count', 'int'], ['favorites_count', 'int'], ['created_at', 'bigint'], ['updated_at', 'bigint'],
+      ['id', 'int'],
+      ['username', 'text'],
+      ['username_key', 'text'],
+      ['email', 'text'],
+      ['email_key', 'text'],
+      ['password_hash', 'text'],
+      ['bio', 'text'],
+      ['image', 'text'],
+      ['token_version', 'int'],
+      ['kept_session', 'text'],
+      ['articles_count', 'int'],
+      ['favorites_count', 'int'],
+      ['created_at', 'bigint'],
+      ['updated_at', 'bigint'],
     ],
     scale.users,
     () => {
@@ -263,10 +274,20 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
         const email = `${withoutMarks(first)}.${withoutMarks(last)}${id}@example.com`;
         const created = userCreated(user);
         return [
-          id, username, identityKey(username), email, identityKey(email), passwordHash,
+          id,
+          username,
+          identityKey(username),
+          email,
+          identityKey(email),
+          passwordHash,
           random.chance(0.6) ? random.pick(words.BIOS) : null,
           random.chance(0.4) ? `https://images.example.com/avatars/${id}.jpg` : null,
-          0, null, plan.userArticles[user]!, scale.favoritesPerUser, created, created,
+          0,
+          null,
+          plan.userArticles[user]!,
+          scale.favoritesPerUser,
+          created,
+          created,
         ];
       };
     },
@@ -275,8 +296,15 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
   const articles = tableLoad(
     'articles',
     [
-      ['id', 'int'], ['slug', 'text'], ['title', 'text'], ['description', 'text'], ['body', 'text'],
-      ['author_id', 'int'], ['favorites_count', 'int'], ['created_at', 'bigint'], ['updated_at', 'bigint'],
+      ['id', 'int'],
+      ['slug', 'text'],
+      ['title', 'text'],
+      ['description', 'text'],
+      ['body', 'text'],
+      ['author_id', 'int'],
+      ['favorites_count', 'int'],
+      ['created_at', 'bigint'],
+      ['updated_at', 'bigint'],
     ],
     scale.articles,
     () => {
@@ -288,8 +316,15 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
         const created = plan.articleCreated[article]!;
         const updated = random.chance(0.1) ? Math.min(HISTORY_END, created + random.below(30 * DAY_MS)) : created;
         return [
-          id, `${slugify(title)}-${id}`, title, random.pick(words.DESCRIPTIONS), articleBody(random),
-          plan.articleAuthor[article]! + 1, plan.articleFavorites[article]!, created, updated,
+          id,
+          `${slugify(title)}-${id}`,
+          title,
+          random.pick(words.DESCRIPTIONS),
+          articleBody(random),
+          plan.articleAuthor[article]! + 1,
+          plan.articleFavorites[article]!,
+          created,
+          updated,
         ];
       };
     },
@@ -297,11 +332,16 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
     2_000,
   );
 
-  const tags = tableLoad('tags', [['id', 'int'], ['name', 'text'], ['article_count', 'int']], scale.tags, () => (tag) => [
-    tag + 1,
-    tagName(tag),
-    plan.tagArticles[tag]!,
-  ]);
+  const tags = tableLoad(
+    'tags',
+    [
+      ['id', 'int'],
+      ['name', 'text'],
+      ['article_count', 'int'],
+    ],
+    scale.tags,
+    () => (tag) => [tag + 1, tagName(tag), plan.tagArticles[tag]!],
+  );
 
   const articleOfLink = new Int32Array(plan.articleTags.length);
   for (let article = 0; article < scale.articles; article++) {
@@ -309,7 +349,11 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
   }
   const articleTags = tableLoad(
     'article_tags',
-    [['article_id', 'int'], ['tag_id', 'int'], ['article_created_at', 'bigint']],
+    [
+      ['article_id', 'int'],
+      ['tag_id', 'int'],
+      ['article_created_at', 'bigint'],
+    ],
     plan.articleTags.length,
     () => (link) => {
       const article = articleOfLink[link]!;
@@ -319,7 +363,11 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
 
   const follows = tableLoad(
     'follows',
-    [['follower_id', 'int'], ['followed_id', 'int'], ['created_at', 'bigint']],
+    [
+      ['follower_id', 'int'],
+      ['followed_id', 'int'],
+      ['created_at', 'bigint'],
+    ],
     plan.follows.length,
     () => {
       const random = new Random(SEED, Stream.Follows);
@@ -329,7 +377,12 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
 
   const favorites = tableLoad(
     'favorites',
-    [['user_id', 'int'], ['article_id', 'int'], ['article_created_at', 'bigint'], ['created_at', 'bigint']],
+    [
+      ['user_id', 'int'],
+      ['article_id', 'int'],
+      ['article_created_at', 'bigint'],
+      ['created_at', 'bigint'],
+    ],
     plan.favorites.length,
     () => {
       const random = new Random(SEED, Stream.Favorites);
@@ -343,7 +396,14 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
 
   const comments = tableLoad(
     'comments',
-    [['id', 'int'], ['article_id', 'int'], ['author_id', 'int'], ['body', 'text'], ['created_at', 'bigint'], ['updated_at', 'bigint']],
+    [
+      ['id', 'int'],
+      ['article_id', 'int'],
+      ['author_id', 'int'],
+      ['body', 'text'],
+      ['created_at', 'bigint'],
+      ['updated_at', 'bigint'],
+    ],
     scale.comments,
     () => {
       const random = new Random(SEED, Stream.Comments);

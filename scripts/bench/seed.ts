@@ -4,7 +4,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { hashPassword } from '../../src/modules/users/passwords.js';
 import { openBulkWriter } from './bulk-writers.js';
 import type { Progress } from './progress.js';
-import { BENCH_PASSWORD, buildPlan, tableLoads, type Scale } from './seed-data.js';
+import { BENCH_PASSWORD, buildPlan, type Scale, tableLoads } from './seed-data.js';
 
 /** The tables whose ids the database generates. */
 const IDENTITY_TABLES = ['users', 'articles', 'tags', 'comments'] as const;

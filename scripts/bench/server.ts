@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PROJECT_ROOT } from './databases.js';
 import { freePort } from '../../test/support/ports.js';
+import { PROJECT_ROOT } from './databases.js';
 
 const READY_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 30_000;
@@ -24,7 +24,6 @@ export interface RunningServer {
   /** SIGTERM, then waits for the exit (a CPU profile is written during it). */
   stop(): Promise<void>;
 }
-
 
 const logTail = (file: string) => readFileSync(file, 'utf8').split('\n').slice(-20).join('\n');
 
@@ -77,7 +76,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it was ready; ${options.logFile} ends:\n${logTail(options.logFile)}`);
+      throw new Error(
+        `the server exited (${child.exitCode ?? child.signalCode}) before it was ready; ${options.logFile} ends:\n${logTail(options.logFile)}`,
+      );
     }
     const ready = await fetch(`${base}/health/ready`).then(
       (response) => response.ok,
@@ -86,7 +87,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (ready) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`the server was not ready within ${READY_TIMEOUT_MS / 1000} s; ${options.logFile} ends:\n${logTail(options.logFile)}`);
+      throw new Error(
+        `the server was not ready within ${READY_TIMEOUT_MS / 1000} s; ${options.logFile} ends:\n${logTail(options.logFile)}`,
+      );
     }
     await sleep(100);
   }

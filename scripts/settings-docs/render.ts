@@ -1,4 +1,4 @@
-import { SETTING_NAMES, settingSchemas, type SettingSchema } from '../../src/settings.js';
+import { SETTING_NAMES, type SettingSchema, settingSchemas } from '../../src/settings.js';
 
 /** README.md's settings table sits between these, so the rest of the section stays hand-written. */
 export const README_START = '<!-- settings:start (generated from src/settings.ts by `npm run docs:settings`; edit there) -->';

@@ -21,7 +21,5 @@ export async function migrationStatus(database: DatabaseHandle): Promise<string[
     .catch((error: unknown) => {
       throw databaseMisconfiguration(error) ?? error;
     });
-  return migrations.map(({ name, executedAt }) =>
-    executedAt ? `applied  ${name}  ${executedAt.toISOString()}` : `pending  ${name}`,
-  );
+  return migrations.map(({ name, executedAt }) => (executedAt ? `applied  ${name}  ${executedAt.toISOString()}` : `pending  ${name}`));
 }

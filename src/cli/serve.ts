@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { setFlagsFromString } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type BuildOptions } from '../app.js';
+import { type BuildOptions, buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';

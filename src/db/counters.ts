@@ -1,5 +1,5 @@
 import { coalesced } from './coalesced.js';
-import { dialectOf, type Dialect, type Executor } from './index.js';
+import { type Dialect, dialectOf, type Executor } from './index.js';
 import { perDatabase } from './per-database.js';
 import { precompiled } from './precompiled.js';
 
@@ -69,7 +69,10 @@ export async function recountAll(trx: Executor): Promise<void> {
   await trx
     .updateTable('articles')
     .set((eb) => ({
-      favorites_count: eb.selectFrom('favorites').select(eb.fn.countAll<number>().as('n')).whereRef('favorites.article_id', '=', 'articles.id'),
+      favorites_count: eb
+        .selectFrom('favorites')
+        .select(eb.fn.countAll<number>().as('n'))
+        .whereRef('favorites.article_id', '=', 'articles.id'),
     }))
     .execute();
   await trx

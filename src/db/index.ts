@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, type Driver } from 'kysely';
+import { CompiledQuery, type Driver, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { setWithin } from '../bounded-map.js';
+import type { DatabaseConfig } from '../config.js';
 import { FifoSlots } from '../fifo-slots.js';
 import { unwritable } from '../setting-error.js';
-import type { DatabaseConfig } from '../config.js';
 import { runPrecompiledDirectly } from './precompiled.js';
 import type { Database } from './schema.js';
 
@@ -16,8 +16,7 @@ export type Dialect = 'sqlite' | 'postgres';
 export type Executor = Kysely<Database>;
 
 /** Which database an executor talks to, for the rare statement the two dialects cannot share. */
-export const dialectOf = (db: Executor): Dialect =>
-  db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+export const dialectOf = (db: Executor): Dialect => (db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite');
 
 /** Connection pool occupancy, in pg.Pool's terms: open clients, the idle ones, and queries queued for one. */
 export interface PoolStats {
@@ -111,7 +110,12 @@ function openSqliteFile(file: string): BetterSqlite3.Database {
     return database;
   } catch (error) {
     // DATABASE_URL names the file when set; unset, the file is in DATA_DIR, so the fix names both.
-    throw unwritable(error, 'DATABASE_URL', `the SQLite database ${file}`, 'point DATABASE_URL, or DATA_DIR when it is unset, at a writable folder');
+    throw unwritable(
+      error,
+      'DATABASE_URL',
+      `the SQLite database ${file}`,
+      'point DATABASE_URL, or DATA_DIR when it is unset, at a writable folder',
+    );
   }
 }
 
@@ -162,7 +166,10 @@ function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>, log
   const statementNames = new Map<string, string>();
   const statementName = (sql: string) => {
     let name = statementNames.get(sql);
-    if (name === undefined) statementNames.set(sql, (name = `precompiled_${statementNames.size + 1}`));
+    if (name === undefined) {
+      name = `precompiled_${statementNames.size + 1}`;
+      statementNames.set(sql, name);
+    }
     return name;
   };
   runPrecompiledDirectly(db, (query) =>

@@ -1,10 +1,10 @@
-import { Migrator, type Migration, type MigrationResult, type MigrationResultSet } from 'kysely/migration';
+import { type Migration, type MigrationResult, type MigrationResultSet, Migrator } from 'kysely/migration';
 import type { DatabaseHandle } from './index.js';
-import { databaseMisconfiguration } from './misconfigured.js';
 import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
 import { listCounters } from './migrations/0003_list_counters.js';
 import { accountVersion } from './migrations/0004_account_version.js';
+import { databaseMisconfiguration } from './misconfigured.js';
 
 /** Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. */
 export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {

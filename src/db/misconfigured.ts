@@ -34,7 +34,8 @@ export function databaseMisconfiguration(error: unknown): SettingError | undefin
     if (UNKNOWN_HOST.has(code)) {
       return setting(`cannot connect to PostgreSQL at ${connect.hostname} (${systemProblem(error)})`, 'check the host name');
     }
-    if (code === MISSING_DATABASE) return setting(`PostgreSQL says ${message}`, 'create it, or fix the database name at the end of the URL');
+    if (code === MISSING_DATABASE)
+      return setting(`PostgreSQL says ${message}`, 'create it, or fix the database name at the end of the URL');
     if (REFUSED_LOGIN.has(code)) return setting(`PostgreSQL refused the login: ${message}`, 'check the user name and password in the URL');
   }
   if (typeof message === 'string' && NO_HANDSHAKE.has(message)) {

@@ -24,26 +24,110 @@ export const SEED_SIZES = {
 export const SEED_PASSWORD = 'conduit-demo';
 
 const TAGS = [
-  'javascript', 'typescript', 'node', 'webdev', 'react', 'css', 'postgres', 'sqlite', 'devops', 'testing',
-  'security', 'performance', 'career', 'design', 'rust', 'go', 'python', 'architecture', 'docker', 'linux',
-  'accessibility', 'api', 'beginners', 'opensource', 'productivity', 'databases', 'cloud', 'tutorial',
+  'javascript',
+  'typescript',
+  'node',
+  'webdev',
+  'react',
+  'css',
+  'postgres',
+  'sqlite',
+  'devops',
+  'testing',
+  'security',
+  'performance',
+  'career',
+  'design',
+  'rust',
+  'go',
+  'python',
+  'architecture',
+  'docker',
+  'linux',
+  'accessibility',
+  'api',
+  'beginners',
+  'opensource',
+  'productivity',
+  'databases',
+  'cloud',
+  'tutorial',
 ];
 const FIRST_NAMES = [
-  'Ada', 'Alan', 'Amara', 'Bruno', 'Chen', 'Dara', 'Elif', 'Femi', 'Grace', 'Hiro', 'Ines', 'Jonas', 'Kofi',
-  'Lena', 'Mateo', 'Nadia', 'Omar', 'Priya', 'Quinn', 'Rosa', 'Sven', 'Tariq', 'Uma', 'Vera', 'Wei', 'Yara', 'Zoe',
+  'Ada',
+  'Alan',
+  'Amara',
+  'Bruno',
+  'Chen',
+  'Dara',
+  'Elif',
+  'Femi',
+  'Grace',
+  'Hiro',
+  'Ines',
+  'Jonas',
+  'Kofi',
+  'Lena',
+  'Mateo',
+  'Nadia',
+  'Omar',
+  'Priya',
+  'Quinn',
+  'Rosa',
+  'Sven',
+  'Tariq',
+  'Uma',
+  'Vera',
+  'Wei',
+  'Yara',
+  'Zoe',
 ];
 const LAST_NAMES = [
-  'Almeida', 'Brooks', 'Costa', 'Dubois', 'Eriksen', 'Fischer', 'Garcia', 'Haddad', 'Ivanova', 'Jensen', 'Kim',
-  'Lopez', 'Moreau', 'Nakamura', 'Okafor', 'Petrov', 'Rossi', 'Silva', 'Tanaka', 'Usman', 'Varga', 'Weber',
+  'Almeida',
+  'Brooks',
+  'Costa',
+  'Dubois',
+  'Eriksen',
+  'Fischer',
+  'Garcia',
+  'Haddad',
+  'Ivanova',
+  'Jensen',
+  'Kim',
+  'Lopez',
+  'Moreau',
+  'Nakamura',
+  'Okafor',
+  'Petrov',
+  'Rossi',
+  'Silva',
+  'Tanaka',
+  'Usman',
+  'Varga',
+  'Weber',
 ];
 const TITLE_OPENERS = [
-  'How we', 'Why I', 'Lessons learned when we', 'A gentle guide to how you can', 'What happened when we',
-  'Ten ways to', 'Stop trying to', 'The case for how teams',
+  'How we',
+  'Why I',
+  'Lessons learned when we',
+  'A gentle guide to how you can',
+  'What happened when we',
+  'Ten ways to',
+  'Stop trying to',
+  'The case for how teams',
 ];
 const TITLE_VERBS = ['scaled', 'rewrote', 'tested', 'debugged', 'migrated', 'secured', 'profiled', 'shipped'];
 const TITLE_OBJECTS = [
-  'a monolith', 'our API', 'the build pipeline', 'a flaky test suite', 'legacy SQL', 'the login flow',
-  'a slow dashboard', 'the mobile app', 'our design system', 'a job queue',
+  'a monolith',
+  'our API',
+  'the build pipeline',
+  'a flaky test suite',
+  'legacy SQL',
+  'the login flow',
+  'a slow dashboard',
+  'the mobile app',
+  'our design system',
+  'a job queue',
 ];
 const SENTENCES = [
   'It started as a small experiment on a quiet Friday afternoon.',
@@ -60,9 +144,14 @@ const SENTENCES = [
   'Here is what we would do differently next time.',
 ];
 const COMMENTS = [
-  'Great write-up, thanks for sharing!', 'We hit the exact same problem last year.', 'Could you share the benchmark code?',
-  'This matches my experience.', 'I disagree with the second point, but the rest is spot on.',
-  'Bookmarked for the next sprint.', 'How did you handle rollbacks?', 'Clear and practical, more like this please.',
+  'Great write-up, thanks for sharing!',
+  'We hit the exact same problem last year.',
+  'Could you share the benchmark code?',
+  'This matches my experience.',
+  'I disagree with the second point, but the rest is spot on.',
+  'Bookmarked for the next sprint.',
+  'How did you handle rollbacks?',
+  'Clear and practical, more like this please.',
 ];
 
 const DAY_MS = 86_400_000;
@@ -199,8 +288,14 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
     // Numbering after the rows already there keeps names and slugs unique when seeding twice.
     const existing = await trx
       .selectNoFrom((eb) => [
-        eb.selectFrom('users').select((e) => e.fn.max('id').as('max')).as('users'),
-        eb.selectFrom('articles').select((e) => e.fn.max('id').as('max')).as('articles'),
+        eb
+          .selectFrom('users')
+          .select((e) => e.fn.max('id').as('max'))
+          .as('users'),
+        eb
+          .selectFrom('articles')
+          .select((e) => e.fn.max('id').as('max'))
+          .as('articles'),
       ])
       .executeTakeFirstOrThrow();
     const userBase = Number(existing.users ?? 0);
@@ -239,9 +334,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
       const tagCount = 1 + below(MAX_TAGS_PER_ARTICLE);
       const tags = new Set<string>();
       while (tags.size < tagCount) tags.add(TAGS[tag()]!);
-      const paragraphs = Array.from({ length: 2 + below(4) }, () =>
-        Array.from({ length: 2 + below(4) }, () => pick(SENTENCES)).join(' '),
-      );
+      const paragraphs = Array.from({ length: 2 + below(4) }, () => Array.from({ length: 2 + below(4) }, () => pick(SENTENCES)).join(' '));
       return {
         row: {
           slug: `${slugify(title)}-${articleBase + i + 1}`,
@@ -270,19 +363,36 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
 
     const usedTags = [...new Set(articles.flatMap((article) => article.tags))];
     if (usedTags.length > 0) {
-      await trx.insertInto('tags').values(usedTags.map((name) => ({ name }))).onConflict((oc) => oc.column('name').doNothing()).execute();
+      await trx
+        .insertInto('tags')
+        .values(usedTags.map((name) => ({ name })))
+        .onConflict((oc) => oc.column('name').doNothing())
+        .execute();
     }
-    const tagRows = usedTags.length === 0 ? [] : await trx.selectFrom('tags').select(['id', 'name']).where('name', 'in', usedTags).execute();
+    const tagRows =
+      usedTags.length === 0 ? [] : await trx.selectFrom('tags').select(['id', 'name']).where('name', 'in', usedTags).execute();
     const tagIdByName = new Map(tagRows.map((row) => [row.name, row.id]));
     const links = articles.flatMap((article, i) =>
-      article.tags.map((name) => ({ article_id: articleIds[i]!, tag_id: tagIdByName.get(name)!, article_created_at: article.row.created_at })),
+      article.tags.map((name) => ({
+        article_id: articleIds[i]!,
+        tag_id: tagIdByName.get(name)!,
+        article_created_at: article.row.created_at,
+      })),
     );
-    await inBatches(links, (batch) => trx.insertInto('article_tags').values(batch).execute(), () => {});
+    await inBatches(
+      links,
+      (batch) => trx.insertInto('article_tags').values(batch).execute(),
+      () => {},
+    );
 
     const followed = skewed(options.users);
     const follows = distinctPairs(options.follows, options.users, options.users, followed, below, true);
     await inBatches(
-      follows.map(([follower, target]) => ({ follower_id: userIds[follower]!, followed_id: userIds[target]!, created_at: between(start, now) })),
+      follows.map(([follower, target]) => ({
+        follower_id: userIds[follower]!,
+        followed_id: userIds[target]!,
+        created_at: between(start, now),
+      })),
       (batch) => trx.insertInto('follows').values(batch).execute(),
       progress,
     );
@@ -302,13 +412,15 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
     const comments = Array.from({ length: options.comments }, () => {
       const article = commented();
       const createdAt = between(articles[article]!.row.created_at, now);
-      return { article_id: articleIds[article]!, author_id: userIds[below(options.users)]!, body: pick(COMMENTS), created_at: createdAt, updated_at: createdAt };
+      return {
+        article_id: articleIds[article]!,
+        author_id: userIds[below(options.users)]!,
+        body: pick(COMMENTS),
+        created_at: createdAt,
+        updated_at: createdAt,
+      };
     });
-    await inBatches(
-      comments,
-      (batch) => trx.insertInto('comments').values(batch).execute(),
-      progress,
-    );
+    await inBatches(comments, (batch) => trx.insertInto('comments').values(batch).execute(), progress);
 
     await recountAll(trx);
 

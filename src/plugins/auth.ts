@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { unauthorized } from '../errors.js';
-import { findSignedInAccount, type Account } from '../modules/users/queries.js';
+import { type Account, findSignedInAccount } from '../modules/users/queries.js';
 import { withHookAfter } from './route-hooks.js';
 
 export type AuthMode = 'required' | 'optional';

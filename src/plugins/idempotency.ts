@@ -1,6 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { claimKey, completeKey, findKey, purgeExpiredKeys, releaseKey, type KeyClaim } from '../db/idempotency-keys.js';
+import { claimKey, completeKey, findKey, type KeyClaim, purgeExpiredKeys, releaseKey } from '../db/idempotency-keys.js';
 import { HttpError, unprocessable } from '../errors.js';
 import { withHookAfter } from './route-hooks.js';
 
@@ -32,7 +32,9 @@ function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const record = value as Record<string, unknown>;
-    const members = Object.keys(record).sort().map((name) => `${JSON.stringify(name)}:${canonicalJson(record[name])}`);
+    const members = Object.keys(record)
+      .sort()
+      .map((name) => `${JSON.stringify(name)}:${canonicalJson(record[name])}`);
     return `{${members.join(',')}}`;
   }
   // An absent body reads as null, like the empty JSON body that favorite and follow accept.
@@ -53,8 +55,7 @@ function keyOf(request: FastifyRequest): string | null {
  * Whose keys these are. Anonymous callers (register, login) share a namespace per address, and only the same body
  * is ever replayed there; that body holds the password, so nobody without it can fetch the token in the response.
  */
-const scopeOf = (request: FastifyRequest) =>
-  request.currentUser === null ? `ip:${request.ip}` : `user:${request.currentUser.account.id}`;
+const scopeOf = (request: FastifyRequest) => (request.currentUser === null ? `ip:${request.ip}` : `user:${request.currentUser.account.id}`);
 
 /** Only POST routes take keys: PUT and DELETE are idempotent already, and the other routes skip both hooks. */
 export const takesIdempotencyKey = (method: string | string[]): boolean => [method].flat().includes('POST');
@@ -90,11 +91,7 @@ export function installIdempotency(app: FastifyInstance): void {
       if (held === undefined) continue;
       if (held.request_hash !== entry.requestHash) throw unprocessable(FIELD, 'was already used with a different request');
       if (held.status === null || held.response === null) throw inProgress();
-      return reply
-        .code(held.status)
-        .header('idempotent-replayed', 'true')
-        .type('application/json; charset=utf-8')
-        .send(held.response);
+      return reply.code(held.status).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(held.response);
     }
     throw inProgress();
   };

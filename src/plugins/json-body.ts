@@ -27,26 +27,22 @@ function exceedsMaxDepth(value: unknown): boolean {
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser(
-    ['application/json', 'text/plain'],
-    { parseAs: 'string' },
-    (_request, text, done) => {
-      const source = (text as string).trim();
-      if (source === '') return done(null, undefined);
-      let value: unknown;
-      try {
-        // Prototype-poisoning keys are dropped rather than trusted.
-        value = secureJson.parse(source, undefined, { protoAction: 'remove', constructorAction: 'remove' });
-      } catch {
-        return done(NOT_JSON(), undefined);
-      }
-      if (/(?<!\\)(?:\\\\)*\\u0000/i.test(source)) {
-        return done(new HttpError(422, { body: ['must not contain NUL characters'] }), undefined);
-      }
-      if (exceedsMaxDepth(value)) {
-        return done(new HttpError(422, { body: [`is nested too deeply (maximum is ${MAX_DEPTH} levels)`] }), undefined);
-      }
-      done(null, value);
-    },
-  );
+  app.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'string' }, (_request, text, done) => {
+    const source = (text as string).trim();
+    if (source === '') return done(null, undefined);
+    let value: unknown;
+    try {
+      // Prototype-poisoning keys are dropped rather than trusted.
+      value = secureJson.parse(source, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+    } catch {
+      return done(NOT_JSON(), undefined);
+    }
+    if (/(?<!\\)(?:\\\\)*\\u0000/i.test(source)) {
+      return done(new HttpError(422, { body: ['must not contain NUL characters'] }), undefined);
+    }
+    if (exceedsMaxDepth(value)) {
+      return done(new HttpError(422, { body: [`is nested too deeply (maximum is ${MAX_DEPTH} levels)`] }), undefined);
+    }
+    done(null, value);
+  });
 }

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
-import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type LogLevel } from 'fastify';
+import {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+  type LogLevel,
+} from 'fastify';
 import type { Config } from '../config.js';
 
 /** Where log lines go instead of stdout. */

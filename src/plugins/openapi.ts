@@ -64,10 +64,7 @@ function sharedErrorStatuses(route: RouteOptions, schema: FastifySchema): number
 function describeResponses(response: FastifySchema['response']) {
   if (typeof response !== 'object' || response === null) return response;
   return Object.fromEntries(
-    Object.entries(response).map(([status, schema]) => [
-      status,
-      { 'x-response-description': STATUS_CODES[status], ...(schema as object) },
-    ]),
+    Object.entries(response).map(([status, schema]) => [status, { 'x-response-description': STATUS_CODES[status], ...(schema as object) }]),
   );
 }
 

@@ -3,8 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config, RateLimitConfig } from '../config.js';
 import { HttpError } from '../errors.js';
-import { SettingError, systemProblem } from '../setting-error.js';
 import { identityKey } from '../modules/users/queries.js';
+import { SettingError, systemProblem } from '../setting-error.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

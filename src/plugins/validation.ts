@@ -64,7 +64,9 @@ function messageOf(error: ErrorObject): string {
       return "can't be blank";
     case 'type': {
       if (data === null) return "can't be blank";
-      const expected = String(params.type).split(',').filter((type) => type !== 'null');
+      const expected = String(params.type)
+        .split(',')
+        .filter((type) => type !== 'null');
       return `must be ${expected.map((type) => TYPE_NAMES[type] ?? type).join(' or ')}`;
     }
     case 'minLength':

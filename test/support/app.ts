@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { type Config, loadConfig } from '../../src/config.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 

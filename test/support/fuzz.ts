@@ -1,9 +1,9 @@
-import { Type, type TSchema } from 'typebox';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { decodeJwt, SignJWT } from 'jose';
+import { type TSchema, Type } from 'typebox';
 import { BODY_LIMIT } from '../../src/app.js';
 import { ArticleListResponse, ArticleResponse } from '../../src/modules/articles/schemas.js';
 import { CommentListResponse, CommentResponse } from '../../src/modules/comments/schemas.js';
@@ -66,7 +66,10 @@ interface RouteSpec {
 const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 async function signed(claims: Record<string, unknown>, options: { secret?: string; alg?: string; exp?: number | null } = {}) {
-  const jwt = new SignJWT(claims).setProtectedHeader({ alg: options.alg ?? 'HS256', typ: 'JWT' }).setJti('fuzz').setIssuedAt();
+  const jwt = new SignJWT(claims)
+    .setProtectedHeader({ alg: options.alg ?? 'HS256', typ: 'JWT' })
+    .setJti('fuzz')
+    .setIssuedAt();
   if (options.exp !== null) jwt.setExpirationTime(options.exp ?? Math.floor(Date.now() / 1000) + 3600);
   return jwt.sign(new TextEncoder().encode(options.secret ?? TEST_SECRET));
 }
@@ -141,13 +144,39 @@ async function resolveSegment(app: FastifyInstance, segment: Segment): Promise<s
 
 /** Printable ASCII and Latin-1: what can travel in an HTTP header at all. */
 const headerText = (maxLength: number) =>
-  fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((code) => code !== 0x7f).map((code) => String.fromCharCode(code)), maxLength });
+  fc.string({
+    unit: fc
+      .integer({ min: 0x20, max: 0xff })
+      .filter((code) => code !== 0x7f)
+      .map((code) => String.fromCharCode(code)),
+    maxLength,
+  });
 
 /** Strings a careless handler could choke on: blanks, control characters, NUL, combining marks, astral and RTL text. */
 const hostileString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
-  fc.constantFrom('', ' ', '\t\n', '\u0000', 'a\u0000b', '\u2028\u2029', '\u200f\u202e', '\ufeff', 'e\u0301', '👩‍👩‍👧', '𝒳', '../../etc/passwd', "'; drop table users; --", '%00', '<script>', '__proto__', 'constructor', 'null', '1e309'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\t\n',
+    '\u0000',
+    'a\u0000b',
+    '\u2028\u2029',
+    '\u200f\u202e',
+    '\ufeff',
+    'e\u0301',
+    '👩‍👩‍👧',
+    '𝒳',
+    '../../etc/passwd',
+    "'; drop table users; --",
+    '%00',
+    '<script>',
+    '__proto__',
+    'constructor',
+    'null',
+    '1e309',
+  ),
 );
 
 /** Anything JSON can carry where one kind of value is expected: every other type, nesting, edge numbers. */
@@ -159,7 +188,9 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
 
 /** Strings of one character repeated to just below, at and just above a limit, in 1- and 2-unit characters. */
 const aroundLimit = (limit: number) =>
-  fc.tuple(fc.constantFrom(limit - 1, limit, limit + 1), fc.constantFrom('x', 'é', '日', '𝒳', ' ')).map(([length, char]) => char.repeat(length));
+  fc
+    .tuple(fc.constantFrom(limit - 1, limit, limit + 1), fc.constantFrom('x', 'é', '日', '𝒳', ' '))
+    .map(([length, char]) => char.repeat(length));
 
 /** Mostly a valid value, else a hostile one, a length at the limit, or missing (JSON.stringify drops `undefined`). */
 const field = (valid: fc.Arbitrary<unknown>, limit?: number) =>
@@ -205,7 +236,11 @@ function bodies(fixture: Fixture): Record<string, fc.Arbitrary<unknown>> {
     fc.constantFrom(19, 20, 21).map((count) => Array.from({ length: count }, (_, i) => `t${i}`)),
   );
   return {
-    register: wrapped('user', { username: field(username, 64), email: fc.oneof(field(email), emailAroundLimit), password: field(password, 256) }),
+    register: wrapped('user', {
+      username: field(username, 64),
+      email: fc.oneof(field(email), emailAroundLimit),
+      password: field(password, 256),
+    }),
     login: wrapped('user', { email: field(email, 254), password: field(password, 256) }),
     updateUser: wrapped('user', {
       username: field(username, 64),
@@ -215,7 +250,12 @@ function bodies(fixture: Fixture): Record<string, fc.Arbitrary<unknown>> {
       image: field(fc.oneof(fc.webUrl(), fc.constant('')), 2048),
     }),
     // Creation and (partial) update take the same fields.
-    article: wrapped('article', { title: field(text(30), 256), description: field(text(30), 1024), body: field(text(60), 100_000), tagList: field(tagList) }),
+    article: wrapped('article', {
+      title: field(text(30), 256),
+      description: field(text(30), 1024),
+      body: field(text(60), 100_000),
+      tagList: field(tagList),
+    }),
     newComment: wrapped('comment', { body: field(text(60), 10_000) }),
   };
 }
@@ -267,7 +307,35 @@ const matcher = (path: string) => new RegExp(`^${path.replace(/:\w+/g, '[^/]+')}
 const junkSegment = fc.oneof(
   fc.string({ unit: 'binary', minLength: 1, maxLength: 30 }).map(encodeURIComponent),
   fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).map(encodeURIComponent),
-  fc.constantFrom('', '%', '%ZZ', '%E0%A4%A', '%C0%AE', '%FF', '%00', '%2F', '%2e%2e', '%20', '.', '..', '...', 'feed', '__proto__', 'constructor', 'hasOwnProperty', 'null', '-1', '0', '1e3', '0x1F', '+1', '01', '1.5', '2147483648', '9007199254740993'),
+  fc.constantFrom(
+    '',
+    '%',
+    '%ZZ',
+    '%E0%A4%A',
+    '%C0%AE',
+    '%FF',
+    '%00',
+    '%2F',
+    '%2e%2e',
+    '%20',
+    '.',
+    '..',
+    '...',
+    'feed',
+    '__proto__',
+    'constructor',
+    'hasOwnProperty',
+    'null',
+    '-1',
+    '0',
+    '1e3',
+    '0x1F',
+    '+1',
+    '01',
+    '1.5',
+    '2147483648',
+    '9007199254740993',
+  ),
   fc.constantFrom(256, 512, 513, 1024, 1025, 5000).map((length) => 'a'.repeat(length)),
   fc.tuple(fc.constantFrom(...'0789acfgAFZ%'), fc.constantFrom(...'0789acfgAFZ%')).map(([a, b]) => `%${a}${b}`),
 );
@@ -278,28 +346,54 @@ const junk = junkSegment.map((text): Segment => ({ text }));
 const PARAMETERS: Record<string, fc.Arbitrary<Segment>> = {
   username: fc.oneof({ weight: 3, arbitrary: row('user') }, { weight: 2, arbitrary: junk }),
   slug: fc.oneof({ weight: 3, arbitrary: row('article') }, { weight: 2, arbitrary: junk }),
-  id: fc.oneof(junk, fc.integer().map((n): Segment => ({ text: String(n) }))),
+  id: fc.oneof(
+    junk,
+    fc.integer().map((n): Segment => ({ text: String(n) })),
+  ),
 };
 
 /** The route's path with each parameter drawn on its own. */
 function pathFor(spec: RouteSpec): fc.Arbitrary<Segment[]> {
   const parts = spec.path.split('/').slice(1);
-  const independent = fc.tuple(...parts.map((part) => (part.startsWith(':') ? (PARAMETERS[part.slice(1)] ?? junk) : fc.constant<Segment>({ text: part }))));
+  const independent = fc.tuple(
+    ...parts.map((part) => (part.startsWith(':') ? (PARAMETERS[part.slice(1)] ?? junk) : fc.constant<Segment>({ text: part }))),
+  );
   if (!spec.path.endsWith('/:id')) return independent;
   // A comment id names a comment only under its own article: one row gives the slug and the id.
-  return fc.oneof(row('comment').map((comment): Segment[] => [{ text: 'api' }, { text: 'articles' }, comment]), independent);
+  return fc.oneof(
+    row('comment').map((comment): Segment[] => [{ text: 'api' }, { text: 'articles' }, comment]),
+    independent,
+  );
 }
 
 const unknownPath: fc.Arbitrary<Segment[]> = fc.oneof(
-  fc.constantFrom('', 'api', 'api/', 'health', 'health/x', 'API/tags', 'api/users/login/x', 'api/articles/a/b/c/d', '.env', 'api/profiles').map((path) =>
-    path.split('/').map((text): Segment => ({ text })),
-  ),
+  fc
+    .constantFrom('', 'api', 'api/', 'health', 'health/x', 'API/tags', 'api/users/login/x', 'api/articles/a/b/c/d', '.env', 'api/profiles')
+    .map((path) => path.split('/').map((text): Segment => ({ text }))),
   fc.array(junk, { minLength: 1, maxLength: 4 }).map((segments) => [{ text: 'api' }, ...segments]),
 );
 
 const queryValue = (fixture: Fixture) =>
   fc.oneof(
-    fc.constantFrom('', '0', '1', '20', '100', '101', '-1', '1.5', '1e2', '0x10', 'NaN', 'Infinity', ' 1', '9007199254740993', '1'.repeat(400), 'true', 'null'),
+    fc.constantFrom(
+      '',
+      '0',
+      '1',
+      '20',
+      '100',
+      '101',
+      '-1',
+      '1.5',
+      '1e2',
+      '0x10',
+      'NaN',
+      'Infinity',
+      ' 1',
+      '9007199254740993',
+      '1'.repeat(400),
+      'true',
+      'null',
+    ),
     fc.constantFrom(...fixture.tags, ...fixture.users.map((user) => user.username)).map(encodeURIComponent),
     junkSegment,
     aroundLimit(256).map(encodeURIComponent),
@@ -307,26 +401,43 @@ const queryValue = (fixture: Fixture) =>
 
 const queryKey = fc.oneof(
   { weight: 8, arbitrary: fc.constantFrom('limit', 'offset', 'tag', 'author', 'favorited') },
-  { weight: 2, arbitrary: fc.constantFrom('limit[]', 'tag[]', 'tag[0]', 'author[a]', '__proto__', 'constructor', 'hasOwnProperty', '', 'a.b') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom('limit[]', 'tag[]', 'tag[0]', 'author[a]', '__proto__', 'constructor', 'hasOwnProperty', '', 'a.b'),
+  },
   { weight: 1, arbitrary: junkSegment },
 );
 
 const query = (fixture: Fixture) =>
   fc.oneof(
     { weight: 4, arbitrary: fc.constant('') },
-    { weight: 6, arbitrary: fc.array(fc.tuple(queryKey, queryValue(fixture)), { maxLength: 5 }).map((pairs) => pairs.map(([key, value]) => `${key}=${value}`).join('&')) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .array(fc.tuple(queryKey, queryValue(fixture)), { maxLength: 5 })
+        .map((pairs) => pairs.map(([key, value]) => `${key}=${value}`).join('&')),
+    },
     { weight: 1, arbitrary: fc.constantFrom('&&&', '=', '==', 'limit', 'limit&limit', '%', 'tag=%ZZ', '?', '#') },
   );
 
 function authorization(fixture: Fixture): fc.Arbitrary<string | undefined> {
   const valid = fc.constantFrom(...fixture.users.map((user) => user.token));
-  const scheme = fc.oneof({ weight: 6, arbitrary: fc.constant('Token ') }, fc.constantFrom('Bearer ', 'token ', 'BEARER ', 'Token   ', 'Basic ', ''));
+  const scheme = fc.oneof(
+    { weight: 6, arbitrary: fc.constant('Token ') },
+    fc.constantFrom('Bearer ', 'token ', 'BEARER ', 'Token   ', 'Basic ', ''),
+  );
   return fc.oneof(
     { weight: 3, arbitrary: fc.constant(undefined) },
     { weight: 14, arbitrary: fc.tuple(scheme, valid).map(([prefix, token]) => prefix + token) },
-    { weight: 1, arbitrary: fc.tuple(valid, fc.constantFrom(' extra', '.', ',x', ' ')).map(([token, suffix]) => `Token ${token}${suffix}`) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(valid, fc.constantFrom(' extra', '.', ',x', ' ')).map(([token, suffix]) => `Token ${token}${suffix}`),
+    },
     { weight: 3, arbitrary: fc.tuple(scheme, fc.constantFrom(...fixture.badTokens)).map(([prefix, token]) => prefix + token) },
-    { weight: 1, arbitrary: fc.constantFrom('', ' ', 'Token', 'Token ', 'Bearer', 'Bearer x.y.z', 'Token a b', `Token ${'a'.repeat(10_000)}`) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('', ' ', 'Token', 'Token ', 'Bearer', 'Bearer x.y.z', 'Token a b', `Token ${'a'.repeat(10_000)}`),
+    },
     { weight: 1, arbitrary: headerText(60) },
   );
 }
@@ -395,7 +506,24 @@ function body(spec: RouteSpec | undefined): fc.Arbitrary<string | undefined> {
     // Broken JSON: valid text cut short, arbitrary text, and texts that only look like JSON.
     { weight: 2, arbitrary: fc.tuple(valid.map(json), fc.nat()).map(([source, cut]) => source.slice(0, cut % Math.max(1, source.length))) },
     { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 40 }) },
-    { weight: 1, arbitrary: fc.constantFrom('{', '{"a":}', "{'user':{}}", 'NaN', '[1,]', '{"a":1}{"b":2}', '\ufeff{}', '"\\u0000"', '{"a":"\\ud800"}', 'null', '0', '""', '[]') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '{',
+        '{"a":}',
+        "{'user':{}}",
+        'NaN',
+        '[1,]',
+        '{"a":1}{"b":2}',
+        '\ufeff{}',
+        '"\\u0000"',
+        '{"a":"\\ud800"}',
+        'null',
+        '0',
+        '""',
+        '[]',
+      ),
+    },
     { weight: 1, arbitrary: sizedBody },
     { weight: 1, arbitrary: deepBody },
   );
@@ -439,12 +567,19 @@ function isErrorBody(body: unknown): boolean {
   const lists = Object.values(errors);
   return (
     lists.length > 0 &&
-    lists.every((messages) => Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string' && message !== ''))
+    lists.every(
+      (messages) =>
+        Array.isArray(messages) && messages.length > 0 && messages.every((message) => typeof message === 'string' && message !== ''),
+    )
   );
 }
 
 /** What is wrong with an answer, or null when it keeps every property. */
-function problemWith(specs: RouteSpec[], sent: InjectOptions & { url: string; method: string }, response: LightMyRequestResponse): string | null {
+function problemWith(
+  specs: RouteSpec[],
+  sent: InjectOptions & { url: string; method: string },
+  response: LightMyRequestResponse,
+): string | null {
   const { statusCode: status, headers } = response;
   if (status >= 500) return 'a server error';
   if (status < 200 || (status >= 300 && status < 400)) return 'an unexpected status';
@@ -526,7 +661,12 @@ export async function fuzz(app: FastifyInstance, fixture: Fixture, options: { ru
       );
     }
   });
-  const details = await fc.check(property, { numRuns: options.runs, seed: options.seed, plugins: [fc.timeout(REQUEST_TIMEOUT_MS)], includeErrorInReport: true });
+  const details = await fc.check(property, {
+    numRuns: options.runs,
+    seed: options.seed,
+    plugins: [fc.timeout(REQUEST_TIMEOUT_MS)],
+    includeErrorInReport: true,
+  });
   return { requests: sentCount, statuses, details };
 }
 

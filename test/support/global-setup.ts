@@ -4,7 +4,9 @@ import pg from 'pg';
 export default async function globalSetup(): Promise<void> {
   const url = process.env.TEST_DATABASE_URL;
   if (!url) {
-    console.log('\n[conduit] PostgreSQL tests SKIPPED: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run them.\n');
+    console.log(
+      '\n[conduit] PostgreSQL tests SKIPPED: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run them.\n',
+    );
     return;
   }
   const client = new pg.Client({ connectionString: url });

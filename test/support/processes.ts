@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,7 +51,6 @@ export function runNode(script: string, args: string[], env: NodeJS.ProcessEnv):
 }
 
 export const runConduit = (args: string[], env: NodeJS.ProcessEnv) => runNode(CONDUIT_BIN, args, env);
-
 
 /** A server started as a child process, with everything it printed so far for failure messages. */
 export interface RunningServer {

@@ -1,4 +1,4 @@
-import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
+import { type CreateTableBuilder, type Kysely, sql } from 'kysely';
 import type { Dialect } from '../index.js';
 
 /** The one place where the two dialects spell an auto-incrementing key differently. */
@@ -54,11 +54,7 @@ export function initialSchema(dialect: Dialect) {
         .execute();
       // Lists are newest first with id as tie-breaker; the author index also serves the feed and the cascade.
       await db.schema.createIndex('articles_created_idx').on('articles').columns(['created_at', 'id']).execute();
-      await db.schema
-        .createIndex('articles_author_created_idx')
-        .on('articles')
-        .columns(['author_id', 'created_at', 'id'])
-        .execute();
+      await db.schema.createIndex('articles_author_created_idx').on('articles').columns(['author_id', 'created_at', 'id']).execute();
 
       await withId(db.schema.createTable('tags'), dialect)
         .addColumn('name', 'text', (c) => c.notNull())

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 export const idempotencyKeys = {
   async up(db: Kysely<unknown>) {

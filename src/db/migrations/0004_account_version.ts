@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../index.js';
 
 /** What a signed-in request reads of its user (users/queries.ts ACCOUNT_COLUMNS), apart from the id. */
@@ -27,7 +27,9 @@ export function accountVersion(dialect: Dialect) {
         ];
   const dropped =
     dialect === 'sqlite'
-      ? ['users_account_version_insert', 'users_account_version_update', 'users_account_version_delete'].map((name) => `drop trigger ${name}`)
+      ? ['users_account_version_insert', 'users_account_version_update', 'users_account_version_delete'].map(
+          (name) => `drop trigger ${name}`,
+        )
       : [
           'drop trigger users_account_version_insert_delete on users',
           'drop trigger users_account_version_update on users',

@@ -26,7 +26,9 @@ export const apiIndexRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const schema = {
     operationId: 'GetApiIndex',
     tags: ['index'],
-    summary: 'Links to the docs, the OpenAPI document and the health probes', response: { 200: ApiIndex } };
+    summary: 'Links to the docs, the OpenAPI document and the health probes',
+    response: { 200: ApiIndex },
+  };
   // Written with the trailing slash because the document's server is /api and @fastify/swagger cuts that off each
   // path: `/api` would be left as an empty path, `/api/` reads as `/`. The router serves both with or without it.
   app.get('/api/', { schema }, async () => INDEX);

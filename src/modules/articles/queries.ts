@@ -1,14 +1,14 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { uniqueViolation } from '../../db/constraints.js';
 import { moveCounter, readCounter } from '../../db/counters.js';
 import { dialectOf, type Executor } from '../../db/index.js';
+import { perDatabase } from '../../db/per-database.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
-import { perDatabase } from '../../db/per-database.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
-import { shareAnswer } from '../../shared-answers.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
+import { shareAnswer } from '../../shared-answers.js';
 import { toProfile } from '../profiles/queries.js';
 import { identityKey } from '../users/queries.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
@@ -51,7 +51,10 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page) {
           .where('link.user_id', '=', userIdByName(db, filters.favorited))
           .$if(Boolean(filters.tag), (query) =>
             query.where('link.article_id', 'in', (eb) =>
-              eb.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, filters.tag!)),
+              eb
+                .selectFrom('article_tags')
+                .select('article_tags.article_id')
+                .where('article_tags.tag_id', '=', tagIdByName(db, filters.tag!)),
             ),
           )
       : db.selectFrom('article_tags as link').where('link.tag_id', '=', tagIdByName(db, filters.tag!));
@@ -121,7 +124,10 @@ function filteredArticles(db: Executor, filters: ArticleFilters) {
     query = query.where('articles.author_id', '=', userIdByName(db, filters.author));
   }
   if (filters.tag) {
-    const tagged = db.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, filters.tag));
+    const tagged = db
+      .selectFrom('article_tags')
+      .select('article_tags.article_id')
+      .where('article_tags.tag_id', '=', tagIdByName(db, filters.tag));
     query = query.where('articles.id', 'in', tagged);
   }
   if (filters.favorited) {
@@ -143,11 +149,15 @@ function filteredArticles(db: Executor, filters: ArticleFilters) {
  * combination of filters counts the matches.
  */
 async function totalMatching(db: Executor, filters: ArticleFilters): Promise<number> {
-  const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter((value) => value !== undefined && value !== '');
+  const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter(
+    (value) => value !== undefined && value !== '',
+  );
   if (active.length === 0) return readCounter(db, 'articles');
   let row: { count: number | string | bigint | null } | undefined;
   if (active.length > 1) {
-    row = await filteredArticles(db, filters).select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirst();
+    row = await filteredArticles(db, filters)
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirst();
   } else if (filters.tag) {
     row = await db.selectFrom('tags').select('article_count as count').where('name', '=', filters.tag).executeTakeFirst();
   } else if (filters.author || filters.favorited) {
@@ -228,7 +238,10 @@ function toSummary(row: CardRow, tagList: string[]) {
 }
 
 async function loadCards(db: Executor, rows: CardRow[]): Promise<ArticleCard[]> {
-  const tags = await tagsOf(db, rows.map((row) => row.id));
+  const tags = await tagsOf(
+    db,
+    rows.map((row) => row.id),
+  );
   return rows.map((row) => ({ id: row.id, authorId: row.author_id, summary: toSummary(row, tags.get(row.id) ?? []) }));
 }
 
@@ -278,7 +291,9 @@ interface ArticleAnswer {
  */
 const cachesFor = perDatabase(() => ({
   pages: new VersionedCache<ArticlePage>(PAGE_CACHE_ENTRIES),
-  articles: new VersionedCache<ArticleDetail | null>(ARTICLE_CACHE_CHARACTERS, (detail) => (detail === null ? 1 : weighArticle(detail.anonymous))),
+  articles: new VersionedCache<ArticleDetail | null>(ARTICLE_CACHE_CHARACTERS, (detail) =>
+    detail === null ? 1 : weighArticle(detail.anonymous),
+  ),
   viewerLists: new VersionedCache<ListAnswer>(VIEWER_LIST_ENTRIES),
   viewerArticles: new VersionedCache<ArticleAnswer>(ARTICLE_CACHE_CHARACTERS, weighArticle),
 }));
@@ -289,7 +304,11 @@ async function loadViewerFlags(db: Executor, cards: ArticleCard[], viewerId: num
     .selectFrom('favorites')
     .select([sql<string>`'favorite'`.as('kind'), 'favorites.article_id as id'])
     .where('favorites.user_id', '=', viewerId)
-    .where('favorites.article_id', 'in', cards.map((card) => card.id))
+    .where(
+      'favorites.article_id',
+      'in',
+      cards.map((card) => card.id),
+    )
     .unionAll(
       db
         .selectFrom('follows')
@@ -329,7 +348,14 @@ async function loadPage(db: Executor, filters: ArticleFilters, page: Page): Prom
 
 export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
   const version = await readCounter(db, 'content_version');
-  const key = JSON.stringify([filters.tag || null, filters.author || null, filters.favorited || null, filters.followedBy ?? null, page.limit, page.offset]);
+  const key = JSON.stringify([
+    filters.tag || null,
+    filters.author || null,
+    filters.favorited || null,
+    filters.followedBy ?? null,
+    page.limit,
+    page.offset,
+  ]);
   const { cards, anonymous } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
   if (viewerId === null) return anonymous;
   return cachesFor(db).viewerLists.get(version, `${viewerId} ${key}`, async () =>
@@ -505,7 +531,12 @@ async function replaceTags(trx: Executor, article: ArticleRef, names: string[]):
   const wanted = new Set(names);
   const kept = new Set(current.map((tag) => tag.name));
   const removeIds = current.filter((tag) => !wanted.has(tag.name)).map((tag) => tag.id);
-  await changeTags(trx, article, names.filter((name) => !kept.has(name)), removeIds);
+  await changeTags(
+    trx,
+    article,
+    names.filter((name) => !kept.has(name)),
+    removeIds,
+  );
 }
 
 /**
@@ -519,7 +550,12 @@ export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'au
       await trx.selectFrom('articles').select('id').where('id', '=', article.id).forUpdate().execute();
     }
     const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
-    await changeTags(trx, article, [], links.map((link) => link.tag_id));
+    await changeTags(
+      trx,
+      article,
+      [],
+      links.map((link) => link.tag_id),
+    );
     await moveCounter(trx, 'articles', -1);
     await moveUserCounter(trx, 'articles_count', article.author_id, -1);
     await trx

@@ -4,24 +4,8 @@ import { forbidden, notFound } from '../../errors.js';
 import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
 import { sendAnswer } from '../../shared-answers.js';
-import {
-  createArticle,
-  deleteArticle,
-  existingArticleRef,
-  getArticleAnswer,
-  listArticles,
-  setFavorite,
-  updateArticle,
-} from './queries.js';
-import {
-  ArticleListResponse,
-  ArticleResponse,
-  FeedQuery,
-  ListQuery,
-  NewArticleBody,
-  SlugParams,
-  UpdateArticleBody,
-} from './schemas.js';
+import { createArticle, deleteArticle, existingArticleRef, getArticleAnswer, listArticles, setFavorite, updateArticle } from './queries.js';
+import { ArticleListResponse, ArticleResponse, FeedQuery, ListQuery, NewArticleBody, SlugParams, UpdateArticleBody } from './schemas.js';
 
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
@@ -149,7 +133,10 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  for (const [method, favorite] of [['POST', true], ['DELETE', false]] as const) {
+  for (const [method, favorite] of [
+    ['POST', true],
+    ['DELETE', false],
+  ] as const) {
     app.route({
       method,
       url: '/articles/:slug/favorite',

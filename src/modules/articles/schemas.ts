@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { Defaulted, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 

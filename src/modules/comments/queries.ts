@@ -1,7 +1,7 @@
 import { moveCounter, readCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
-import { inTransaction } from '../../db/transaction.js';
 import { perDatabase } from '../../db/per-database.js';
+import { inTransaction } from '../../db/transaction.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
 import { toIso } from '../../schemas.js';
 import { shareAnswer } from '../../shared-answers.js';
@@ -30,10 +30,7 @@ async function listComments(db: Executor, articleId: number, viewerId: number | 
   return rows.map((row) => toComment(row, toProfile(row)));
 }
 
-export function toComment(
-  row: { id: number; body: string; created_at: number; updated_at: number },
-  author: ReturnType<typeof toProfile>,
-) {
+export function toComment(row: { id: number; body: string; created_at: number; updated_at: number }, author: ReturnType<typeof toProfile>) {
   return { id: row.id, createdAt: toIso(row.created_at), updatedAt: toIso(row.updated_at), body: row.body, author };
 }
 

@@ -2,8 +2,8 @@ import type { ExpressionBuilder, SqlBool } from 'kysely';
 import { moveCounter } from '../../db/counters.js';
 import type { Executor } from '../../db/index.js';
 import { precompiled } from '../../db/precompiled.js';
-import { inTransaction } from '../../db/transaction.js';
 import type { Database } from '../../db/schema.js';
+import { inTransaction } from '../../db/transaction.js';
 import { identityKey } from '../users/queries.js';
 
 export interface ProfileRow {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { notFound, unprocessable } from '../../errors.js';
 import { isForeignKeyViolation } from '../../db/constraints.js';
+import { notFound, unprocessable } from '../../errors.js';
 import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
 import { findProfile, follow, toProfile, unfollow } from './queries.js';

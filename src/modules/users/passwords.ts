@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { hash, verify as verifyHash, type Options } from '@node-rs/argon2';
+import { hash, type Options, verify as verifyHash } from '@node-rs/argon2';
 import { FifoSlots } from '../../fifo-slots.js';
 
 /**

@@ -3,7 +3,7 @@ import { invalidCredentials } from '../../errors.js';
 import { signedIn } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { findLoginByEmail, insertAccount, updateAccount, type Account, type AccountChanges } from './queries.js';
+import { type Account, type AccountChanges, findLoginByEmail, insertAccount, updateAccount } from './queries.js';
 import { LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
 
 const toUser = (account: Account, token: string) => ({

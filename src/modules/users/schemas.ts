@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
 import { NullableString, RequiredText, Wrapped } from '../../schemas.js';
 
@@ -21,10 +21,7 @@ export const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWO
 const Bio = NullableString({ maxLength: 1000 });
 const Image = NullableString({ maxLength: 2048, pattern: '^$|^https?://\\S+$', [MESSAGE_KEYWORD]: 'must be an http(s) URL' });
 
-export const RegisterBody = Wrapped(
-  'user',
-  Type.Object({ username: Username, email: Email, password: Password }),
-);
+export const RegisterBody = Wrapped('user', Type.Object({ username: Username, email: Email, password: Password }));
 export const LoginBody = Wrapped('user', Type.Object({ email: RequiredText(EMAIL_MAX), password: RequiredText(PASSWORD_MAX) }));
 export const UpdateUserBody = Wrapped(
   'user',

@@ -24,7 +24,10 @@ const VERIFIED_TOKENS = 10_000;
 
 export function createTokenService(secret: string, ttlSeconds: number): TokenService {
   // Imported once: given raw bytes, jose imports the key again through Web Crypto for every token it signs or checks.
-  const key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+  const key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'sign',
+    'verify',
+  ]);
   /**
    * A signature that verified once verifies forever under the same secret, so a token is checked with HMAC
    * once and then only for expiry; revocation is checked on every request against the user row (plugins/auth.ts).
