@@ -9,6 +9,14 @@ export class FifoSlots {
 
   constructor(private readonly capacity: number) {}
 
+  get holders(): number {
+    return this.busy;
+  }
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
   async take(): Promise<void> {
     if (this.busy < this.capacity) {
       this.busy++;

@@ -1,7 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, type Driver, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
+import {
+  CompiledQuery,
+  type DialectAdapter,
+  type Driver,
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteDialect,
+} from 'kysely';
 import pg from 'pg';
 import { setWithin } from '../bounded-map.js';
 import type { DatabaseConfig } from '../config.js';
@@ -35,8 +44,8 @@ export interface DatabaseHandle {
   dialect: Dialect;
   /** Answers whether the database can run a query right now. */
   ping(): Promise<void>;
-  /** `null` for SQLite: one in-process connection, nothing to saturate. */
-  poolStats(): PoolStats | null;
+  /** On SQLite: its one connection, and the queries queued for their turn at it. */
+  poolStats(): PoolStats;
   destroy(): Promise<void>;
 }
 
@@ -66,19 +75,34 @@ function withStatementCache(database: BetterSqlite3.Database): BetterSqlite3.Dat
 }
 
 /**
+ * Kysely puts a lock of its own in front of a driver whose adapter says it has one connection, and that lock wakes
+ * every waiter at each release (all but one go back to waiting: under a burst of 50 queued writes, a sixth of all
+ * memory allocated). The driver below queues turns at the one connection itself, so Kysely is told not to.
+ */
+class SqliteAdapterWithOwnQueue extends SqliteAdapter {
+  override get supportsMultipleConnections(): boolean {
+    return true;
+  }
+}
+
+/**
  * SQLite's plain BEGIN takes the write lock only at the first write, so two processes that both read first
  * can deadlock and one fails with SQLITE_BUSY at once. BEGIN IMMEDIATE queues on the busy timeout instead.
  */
 class SqliteDialectForServer extends SqliteDialect {
+  readonly turns = new FifoSlots(1);
+
+  override createAdapter(): DialectAdapter {
+    return new SqliteAdapterWithOwnQueue();
+  }
+
   override createDriver(): Driver {
     const driver = super.createDriver();
     driver.beginTransaction = async (connection) => {
       await connection.executeQuery(CompiledQuery.raw('begin immediate'));
     };
-    // Kysely's own lock wakes every waiter at each release and all but one go back to waiting: under a burst of
-    // 50 queued writes, a sixth of all memory allocated. Queued here, one wake-up per release reaches Kysely's
-    // lock, which is then never contended.
-    const turns = new FifoSlots(1);
+    // One query or transaction at a time on the one connection, first come first served, one wake-up per release.
+    const turns = this.turns;
     const acquire = driver.acquireConnection.bind(driver);
     const release = driver.releaseConnection.bind(driver);
     driver.acquireConnection = async () => {
@@ -126,7 +150,8 @@ function openSqlite(file: string): DatabaseHandle {
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
   const cachedStatements = withStatementCache(database);
-  const db = new Kysely<Database>({ dialect: new SqliteDialectForServer({ database: cachedStatements }) });
+  const dialect = new SqliteDialectForServer({ database: cachedStatements });
+  const db = new Kysely<Database>({ dialect });
   // SQLite has one connection. While a transaction is open on it, a direct read would see that transaction's
   // uncommitted rows, so the read waits for Kysely's connection lock instead, as every other query does.
   runPrecompiledDirectly(db, (query) => (database.inTransaction ? undefined : cachedStatements.prepare(query.sql).all(query.parameters)));
@@ -136,7 +161,7 @@ function openSqlite(file: string): DatabaseHandle {
     async ping() {
       database.prepare('select 1').get();
     },
-    poolStats: () => null,
+    poolStats: () => ({ total: 1, idle: dialect.turns.holders === 0 ? 1 : 0, waiting: dialect.turns.queued }),
     destroy: () => db.destroy(),
   };
 }

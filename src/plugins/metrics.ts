@@ -11,9 +11,9 @@ declare module 'fastify' {
 }
 
 const POOL_GAUGES: Array<[name: string, help: string, stat: keyof PoolStats]> = [
-  ['db_pool_clients', 'PostgreSQL connections open in this process', 'total'],
-  ['db_pool_idle_clients', 'PostgreSQL connections open and free', 'idle'],
-  ['db_pool_waiting_requests', 'queries waiting for a free PostgreSQL connection', 'waiting'],
+  ['db_pool_clients', 'database connections open in this process (SQLite: its one connection)', 'total'],
+  ['db_pool_idle_clients', 'database connections open and free', 'idle'],
+  ['db_pool_waiting_requests', 'queries and transactions waiting for a free database connection', 'waiting'],
 ];
 
 /** Every unmatched URL counts under this one route label: a flood of 404s shows, and the series stay bounded. */
@@ -54,7 +54,7 @@ function installRequestDurations(app: FastifyInstance, registry: Registry): void
 
 /**
  * Prometheus metrics at GET /metrics: request durations, Node's process metrics (event-loop delay included)
- * and, on PostgreSQL, the pool. Each app has a registry of its own: prom-client's global one refuses a second
+ * and the database connections with the queries waiting for one. Each app has a registry of its own: prom-client's global one refuses a second
  * app's metrics of the same name.
  */
 export function installMetrics(app: FastifyInstance, database: DatabaseHandle): void {
@@ -62,19 +62,16 @@ export function installMetrics(app: FastifyInstance, database: DatabaseHandle): 
   collectDefaultMetrics({ register: registry });
   installRequestDurations(app, registry);
 
-  if (database.poolStats() !== null) {
-    for (const [name, help, stat] of POOL_GAUGES) {
-      new Gauge({
-        name,
-        help,
-        registers: [registry],
-        // Read at scrape time, so the numbers are current and nothing runs between scrapes.
-        collect() {
-          const stats = database.poolStats();
-          if (stats !== null) this.set(stats[stat]);
-        },
-      });
-    }
+  for (const [name, help, stat] of POOL_GAUGES) {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      // Read at scrape time, so the numbers are current and nothing runs between scrapes.
+      collect() {
+        this.set(database.poolStats()[stat]);
+      },
+    });
   }
 
   // Scrapes matter most while the instance is busy: never rate-limited or shed.
