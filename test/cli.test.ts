@@ -75,7 +75,8 @@ for (const kind of DATABASES) {
       await scratch?.drop();
     });
 
-    it('migrate status, up and down move the schema one step at a time', async () => {
+    // Eleven runs of the real command, each a new Node process: on a busy 2-core machine, over the default 30 s.
+    it('migrate status, up and down move the schema one step at a time', { timeout: 120_000 }, async () => {
       const env = childEnv(scratch.url);
       const steps: [string[], RegExp][] = [
         [
