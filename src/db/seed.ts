@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { normalizeTags } from '../modules/articles/queries.js';
 import { slugify } from '../modules/articles/slug.js';
 import { hashPassword } from '../modules/users/passwords.js';
-import { identityKey } from '../modules/users/queries.js';
+import { identityKey } from '../identity.js';
 import { recountAll } from './counters.js';
 import type { Executor } from './index.js';
 

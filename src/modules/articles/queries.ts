@@ -10,7 +10,7 @@ import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { shareAnswer } from '../../shared-answers.js';
 import { toProfile } from '../profiles/queries.js';
-import { identityKey } from '../users/queries.js';
+import { identityKey } from '../../identity.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 
