@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { normalizeTags } from '../modules/articles/queries.js';
+import { normalizeTags } from '../modules/articles/tags.js';
 import { slugify } from '../modules/articles/slug.js';
 import { hashPassword } from '../modules/users/passwords.js';
 import { identityKey } from '../identity.js';
