@@ -3,7 +3,7 @@ import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
 import { sendAnswer } from '../../shared-answers.js';
-import { signedIn, viewerId } from '../../plugins/auth.js';
+import { signedIn, viewerId } from '../users/auth.js';
 import { listArticles } from './list.js';
 import { ArticleListResponse, ArticleResponse, FeedQuery, ListQuery, NewArticleBody, SlugParams, UpdateArticleBody } from './schemas.js';
 import { getArticleAnswer } from './view.js';

@@ -6,7 +6,7 @@ import { sendAnswer } from '../../shared-answers.js';
 import { SlugParams } from '../articles/schemas.js';
 import { existingArticleRef } from '../articles/write.js';
 import { toProfile } from '../profiles/queries.js';
-import { signedIn, viewerId } from '../../plugins/auth.js';
+import { signedIn, viewerId } from '../users/auth.js';
 import { deleteComment, findComment, getCommentsAnswer, insertComment, toComment } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
 
