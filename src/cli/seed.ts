@@ -1,10 +1,10 @@
 import { randomInt } from 'node:crypto';
-import { normalizeTags } from '../modules/articles/tags.js';
-import { slugify } from '../modules/articles/slug.js';
-import { hashPassword } from '../modules/users/passwords.js';
+import { recountAll } from '../db/counters.js';
+import type { Executor } from '../db/index.js';
 import { identityKey } from '../identity.js';
-import { recountAll } from './counters.js';
-import type { Executor } from './index.js';
+import { slugify } from '../modules/articles/slug.js';
+import { normalizeTags } from '../modules/articles/tags.js';
+import { hashPassword } from '../modules/users/passwords.js';
 
 export interface SeedCounts {
   users: number;
