@@ -1,10 +1,10 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
+import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './cli/seed.js';
 import { serve } from './cli/serve.js';
 import { ConfigError, loadConfig } from './config.js';
 import { type DatabaseHandle, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
-import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './db/seed.js';
 
 const ENVIRONMENT_HELP = `
 Settings come from the same environment variables as the server (DATABASE_URL, JWT_SECRET, ...; see README.md).`;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
+import { SEED_PASSWORD } from '../src/cli/seed.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
-import { SEED_PASSWORD } from '../src/db/seed.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { call } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';

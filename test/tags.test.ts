@@ -74,6 +74,18 @@ describeEachDatabase('tags', (ctx) => {
     expect((await call(app(), 'GET', '/api/tags', { token: one.token })).status).toBe(200);
   });
 
+  it('ignores a token, even a bad one: the tag list takes no auth', async () => {
+    const author = await registerUser(app());
+    const p = unique('any');
+    await createArticle(app(), author.token, { tagList: [`${p}-tag`] });
+    const anonymous = await call(app(), 'GET', '/api/tags');
+    for (const authorization of ['Token not-a-jwt', 'Basic dXNlcjpwYXNz', `Token ${author.token}`]) {
+      const response = await call(app(), 'GET', '/api/tags', { headers: { authorization } });
+      expect(response.status, authorization).toBe(200);
+      expect(response.body, authorization).toEqual(anonymous.body);
+    }
+  });
+
   it('drops a tag when the last article carrying it is deleted', async () => {
     const author = await registerUser(app());
     const p = unique('del');

@@ -1,5 +1,5 @@
+import { identityKey } from '../../src/identity.js';
 import { slugify } from '../../src/modules/articles/slug.js';
-import { identityKey } from '../../src/modules/users/queries.js';
 import { Random, Zipf } from './random.js';
 import * as words from './words.js';
 

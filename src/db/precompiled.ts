@@ -1,5 +1,5 @@
 import type { Compilable, CompiledQuery } from 'kysely';
-import type { Executor } from './index.js';
+import type { Executor } from './executor.js';
 import { perDatabase } from './per-database.js';
 
 /**

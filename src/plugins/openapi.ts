@@ -1,10 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { packageInfo } from '../package-info.js';
 import { errorResponses } from '../schemas.js';
-import type { AuthMode } from './auth.js';
 import { takesIdempotencyKey } from './idempotency.js';
 
 export const OPENAPI_PATH = '/api/openapi.json';
@@ -24,6 +23,12 @@ const DOCS_CSP = {
   'form-action': "'self'",
   'frame-ancestors': "'none'",
 };
+
+/**
+ * The modes a route's `config.auth` declares (the users module's auth hook enforces them), read from Fastify's
+ * route config rather than imported, so that this plugin does not depend on a domain module.
+ */
+type AuthMode = NonNullable<FastifyContextConfig['auth']>;
 
 /** Routes without `config.auth` (registration, login) take no token; an empty list says so explicitly. */
 const PUBLIC: Record<string, string[]>[] = [];

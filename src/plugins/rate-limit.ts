@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config, RateLimitConfig } from '../config.js';
 import { HttpError } from '../errors.js';
-import { identityKey } from '../modules/users/queries.js';
+import { identityKey } from '../identity.js';
 import { SettingError, systemProblem } from '../setting-error.js';
 
 declare module 'fastify' {

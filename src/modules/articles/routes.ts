@@ -1,11 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
-import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
 import { sendAnswer } from '../../shared-answers.js';
-import { createArticle, deleteArticle, existingArticleRef, getArticleAnswer, listArticles, setFavorite, updateArticle } from './queries.js';
+import { signedIn, viewerId } from '../users/auth.js';
+import { listArticles } from './list.js';
 import { ArticleListResponse, ArticleResponse, FeedQuery, ListQuery, NewArticleBody, SlugParams, UpdateArticleBody } from './schemas.js';
+import { getArticleAnswer } from './view.js';
+import { createArticle, deleteArticle, existingArticleRef, setFavorite, updateArticle } from './write.js';
 
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */

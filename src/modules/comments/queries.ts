@@ -5,7 +5,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
 import { toIso } from '../../schemas.js';
 import { shareAnswer } from '../../shared-answers.js';
-import { findArticleRef } from '../articles/queries.js';
+import { findArticleRef } from '../articles/write.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 
 /** All comments of an article with their authors, oldest first, in one query. */

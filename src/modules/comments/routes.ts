@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
-import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
 import { sendAnswer } from '../../shared-answers.js';
-import { existingArticleRef } from '../articles/queries.js';
 import { SlugParams } from '../articles/schemas.js';
+import { existingArticleRef } from '../articles/write.js';
 import { toProfile } from '../profiles/queries.js';
+import { signedIn, viewerId } from '../users/auth.js';
 import { deleteComment, findComment, getCommentsAnswer, insertComment, toComment } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
 

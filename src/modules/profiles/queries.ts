@@ -4,7 +4,7 @@ import type { Executor } from '../../db/index.js';
 import { precompiled } from '../../db/precompiled.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
-import { identityKey } from '../users/queries.js';
+import { identityKey } from '../../identity.js';
 
 export interface ProfileRow {
   id: number;

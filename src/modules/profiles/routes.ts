@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { notFound, unprocessable } from '../../errors.js';
-import { signedIn, viewerId } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
+import { signedIn, viewerId } from '../users/auth.js';
 import { findProfile, follow, toProfile, unfollow } from './queries.js';
 import { ProfileResponse, UsernameParams } from './schemas.js';
 

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/index.js';
 import { perDatabase } from '../../db/per-database.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
 import { shareAnswer } from '../../shared-answers.js';
-import { byCodePoint } from '../articles/queries.js';
+import { byCodePoint } from '../articles/tags.js';
 
 /** Tags on at least one article, by the use counter kept with the links; ties by name in code-point order. */
 async function listTags(db: Executor): Promise<string[]> {

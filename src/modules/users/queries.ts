@@ -4,9 +4,7 @@ import { perDatabase } from '../../db/per-database.js';
 import { precompiled } from '../../db/precompiled.js';
 import { inTransaction } from '../../db/transaction.js';
 import { VersionedCache } from '../../db/versioned-cache.js';
-
-/** Case-insensitive identity: usernames and emails compare by this key, stored beside the original. */
-export const identityKey = (value: string) => value.normalize('NFC').toLowerCase();
+import { identityKey } from '../../identity.js';
 
 const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session'] as const;
 

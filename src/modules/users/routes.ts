@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { invalidCredentials } from '../../errors.js';
-import { signedIn } from '../../plugins/auth.js';
 import { errorResponses } from '../../schemas.js';
+import { signedIn } from './auth.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { type Account, type AccountChanges, findLoginByEmail, insertAccount, updateAccount } from './queries.js';
 import { LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';

@@ -30,7 +30,7 @@ export function createTokenService(secret: string, ttlSeconds: number): TokenSer
   ]);
   /**
    * A signature that verified once verifies forever under the same secret, so a token is checked with HMAC
-   * once and then only for expiry; revocation is checked on every request against the user row (plugins/auth.ts).
+   * once and then only for expiry; revocation is checked on every request against the user row (auth.ts).
    * Web Crypto (jose's HMAC) runs off the event loop, and that round trip dominated an authenticated read.
    */
   const verified = new Map<string, TokenClaims & { expiresAt: number }>();

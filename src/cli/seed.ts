@@ -1,10 +1,10 @@
 import { randomInt } from 'node:crypto';
-import { normalizeTags } from '../modules/articles/queries.js';
+import { recountAll } from '../db/counters.js';
+import type { Executor } from '../db/index.js';
+import { identityKey } from '../identity.js';
 import { slugify } from '../modules/articles/slug.js';
+import { normalizeTags } from '../modules/articles/tags.js';
 import { hashPassword } from '../modules/users/passwords.js';
-import { identityKey } from '../modules/users/queries.js';
-import { recountAll } from './counters.js';
-import type { Executor } from './index.js';
 
 export interface SeedCounts {
   users: number;

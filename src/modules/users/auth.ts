@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { unauthorized } from '../errors.js';
-import { type Account, findSignedInAccount } from '../modules/users/queries.js';
-import { withHookAfter } from './route-hooks.js';
+import { unauthorized } from '../../errors.js';
+import { withHookAfter } from '../../plugins/route-hooks.js';
+import { type Account, findSignedInAccount } from './queries.js';
 
 export type AuthMode = 'required' | 'optional';
 

@@ -1,0 +1,220 @@
+import { readCounter } from '../../db/counters.js';
+import type { Executor } from '../../db/index.js';
+import { perDatabase } from '../../db/per-database.js';
+import { VersionedCache } from '../../db/versioned-cache.js';
+import { identityKey } from '../../identity.js';
+import { shareAnswer } from '../../shared-answers.js';
+import { type ArticleCard, forViewer, loadCards, withCard } from './view.js';
+
+export interface ArticleFilters {
+  tag?: string;
+  author?: string;
+  favorited?: string;
+  /** Only articles by authors this user follows (the feed). */
+  followedBy?: number;
+}
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+const userIdByName = (db: Executor, username: string) =>
+  db.selectFrom('users').select('users.id').where('users.username_key', '=', identityKey(username));
+
+const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select('tags.id').where('tags.name', '=', name);
+
+/** Far below any epoch-millisecond timestamp: "no lower bound" in a comparison both databases accept. */
+const NO_LOWER_BOUND = Number.MIN_SAFE_INTEGER;
+
+/**
+ * The ids of one page, newest first, read from the index that already holds the first filter's rows in that
+ * order, so a page costs its offset plus limit index entries whatever the number of matches:
+ * a tag's links and a user's favorites carry the article's created_at for this; an author's articles have
+ * their own index. The other filters, when combined, narrow the walk.
+ */
+function pageIds(db: Executor, filters: ArticleFilters, page: Page) {
+  if (filters.favorited || filters.tag) {
+    const links = filters.favorited
+      ? db
+          .selectFrom('favorites as link')
+          .where('link.user_id', '=', userIdByName(db, filters.favorited))
+          .$if(Boolean(filters.tag), (query) =>
+            query.where('link.article_id', 'in', (eb) =>
+              eb
+                .selectFrom('article_tags')
+                .select('article_tags.article_id')
+                .where('article_tags.tag_id', '=', tagIdByName(db, filters.tag!)),
+            ),
+          )
+      : db.selectFrom('article_tags as link').where('link.tag_id', '=', tagIdByName(db, filters.tag!));
+    const narrowed =
+      filters.author || filters.followedBy !== undefined
+        ? links.where(
+            'link.article_id',
+            'in',
+            filteredArticles(db, { author: filters.author, followedBy: filters.followedBy }).select('articles.id'),
+          )
+        : links;
+    return narrowed
+      .select('link.article_id as id')
+      .orderBy('link.article_created_at', 'desc')
+      .orderBy('link.article_id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset);
+  }
+  if (filters.followedBy !== undefined && !filters.author) return feedPageIds(db, filters.followedBy, page);
+  return filteredArticles(db, filters)
+    .select('articles.id')
+    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
+/**
+ * A feed page: each followed author contributes at most offset + limit of their newest articles (one bounded
+ * walk of the author index each), and only those candidates are sorted. Following a prolific author therefore
+ * costs no more than following a quiet one.
+ */
+function feedPageIds(db: Executor, followerId: number, page: Page) {
+  const perAuthor = page.offset + page.limit;
+  return db
+    .selectFrom('follows')
+    .innerJoin('articles', 'articles.author_id', 'follows.followed_id')
+    .select('articles.id')
+    .where('follows.follower_id', '=', followerId)
+    .where((eb) =>
+      eb(
+        'articles.created_at',
+        '>=',
+        eb.fn.coalesce(
+          eb
+            .selectFrom('articles as newest')
+            .select('newest.created_at')
+            .whereRef('newest.author_id', '=', 'follows.followed_id')
+            .orderBy('newest.created_at', 'desc')
+            .orderBy('newest.id', 'desc')
+            .limit(1)
+            .offset(perAuthor - 1),
+          eb.lit(NO_LOWER_BOUND),
+        ),
+      ),
+    )
+    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
+/** The articles matching every filter (AND); what a combined filter's total counts. */
+function filteredArticles(db: Executor, filters: ArticleFilters) {
+  let query = db.selectFrom('articles');
+  if (filters.author) {
+    query = query.where('articles.author_id', '=', userIdByName(db, filters.author));
+  }
+  if (filters.tag) {
+    const tagged = db
+      .selectFrom('article_tags')
+      .select('article_tags.article_id')
+      .where('article_tags.tag_id', '=', tagIdByName(db, filters.tag));
+    query = query.where('articles.id', 'in', tagged);
+  }
+  if (filters.favorited) {
+    const favorites = db
+      .selectFrom('favorites')
+      .select('favorites.article_id')
+      .where('favorites.user_id', '=', userIdByName(db, filters.favorited));
+    query = query.where('articles.id', 'in', favorites);
+  }
+  if (filters.followedBy !== undefined) {
+    const followed = db.selectFrom('follows').select('follows.followed_id').where('follows.follower_id', '=', filters.followedBy);
+    query = query.where('articles.author_id', 'in', followed);
+  }
+  return query;
+}
+
+/**
+ * `articlesCount` without counting: a single filter (or none) reads the counter kept beside its rows; only a
+ * combination of filters counts the matches.
+ */
+async function totalMatching(db: Executor, filters: ArticleFilters): Promise<number> {
+  const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter(
+    (value) => value !== undefined && value !== '',
+  );
+  if (active.length === 0) return readCounter(db, 'articles');
+  let row: { count: number | string | bigint | null } | undefined;
+  if (active.length > 1) {
+    row = await filteredArticles(db, filters)
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirst();
+  } else if (filters.tag) {
+    row = await db.selectFrom('tags').select('article_count as count').where('name', '=', filters.tag).executeTakeFirst();
+  } else if (filters.author || filters.favorited) {
+    row = await db
+      .selectFrom('users')
+      .select(filters.author ? 'articles_count as count' : 'favorites_count as count')
+      .where('username_key', '=', identityKey((filters.author || filters.favorited)!))
+      .executeTakeFirst();
+  } else {
+    row = await db
+      .selectFrom('follows')
+      .innerJoin('users', 'users.id', 'follows.followed_id')
+      .select((eb) => eb.fn.sum<number>('users.articles_count').as('count'))
+      .where('follows.follower_id', '=', filters.followedBy!)
+      .executeTakeFirst();
+  }
+  return Number(row?.count ?? 0);
+}
+
+/** A page's cards, and the answer every anonymous reader gets (its total and items). */
+interface ArticlePage {
+  cards: ArticleCard[];
+  anonymous: ListAnswer;
+}
+
+const PAGE_CACHE_ENTRIES = 2_000;
+const VIEWER_LIST_ENTRIES = 1_000;
+
+interface ListAnswer {
+  articles: ArticleCard['summary'][];
+  articlesCount: number;
+}
+
+/**
+ * Pages, per database, kept and shared as articles are (see view.ts): valid while `content_version` stands
+ * still, the anonymous answer kept with the page's cards, each viewer's own answers apart.
+ */
+const cachesFor = perDatabase(() => ({
+  pages: new VersionedCache<ArticlePage>(PAGE_CACHE_ENTRIES),
+  viewerLists: new VersionedCache<ListAnswer>(VIEWER_LIST_ENTRIES),
+}));
+
+async function loadPage(db: Executor, filters: ArticleFilters, page: Page): Promise<ArticlePage> {
+  const [rows, articlesCount] = await Promise.all([
+    withCard(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page)))
+      .orderBy('articles.created_at', 'desc')
+      .orderBy('articles.id', 'desc')
+      .execute(),
+    totalMatching(db, filters),
+  ]);
+  const cards = await loadCards(db, rows);
+  return { cards, anonymous: shareAnswer({ articles: cards.map((card) => card.summary), articlesCount }) };
+}
+
+export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
+  const version = await readCounter(db, 'content_version');
+  const key = JSON.stringify([
+    filters.tag || null,
+    filters.author || null,
+    filters.favorited || null,
+    filters.followedBy ?? null,
+    page.limit,
+    page.offset,
+  ]);
+  const { cards, anonymous } = await cachesFor(db).pages.get(version, key, () => loadPage(db, filters, page));
+  if (viewerId === null) return anonymous;
+  return cachesFor(db).viewerLists.get(version, `${viewerId} ${key}`, async () =>
+    shareAnswer({ articles: await forViewer(db, cards, viewerId), articlesCount: anonymous.articlesCount }),
+  );
+}
