@@ -289,13 +289,13 @@ interface ArticleAnswer {
  * cards) are kept apart, since favorites and follows move the same version. Every kept answer is shared, so
  * frozen (see shareAnswer).
  */
-const cachesFor = perDatabase(() => ({
-  pages: new VersionedCache<ArticlePage>(PAGE_CACHE_ENTRIES),
-  articles: new VersionedCache<ArticleDetail | null>(ARTICLE_CACHE_CHARACTERS, (detail) =>
+const cachesFor = perDatabase((db) => ({
+  pages: new VersionedCache<ArticlePage>(db, PAGE_CACHE_ENTRIES),
+  articles: new VersionedCache<ArticleDetail | null>(db, ARTICLE_CACHE_CHARACTERS, (detail) =>
     detail === null ? 1 : weighArticle(detail.anonymous),
   ),
-  viewerLists: new VersionedCache<ListAnswer>(VIEWER_LIST_ENTRIES),
-  viewerArticles: new VersionedCache<ArticleAnswer>(ARTICLE_CACHE_CHARACTERS, weighArticle),
+  viewerLists: new VersionedCache<ListAnswer>(db, VIEWER_LIST_ENTRIES),
+  viewerArticles: new VersionedCache<ArticleAnswer>(db, ARTICLE_CACHE_CHARACTERS, weighArticle),
 }));
 
 /** Which of these articles the viewer favorited and which of these authors they follow, in one query. */
