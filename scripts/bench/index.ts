@@ -49,6 +49,7 @@ interface Options {
   duration: number;
   warmup: number;
   connections: number;
+  cache: 'on' | 'off';
   out?: string;
   reuse: boolean;
   cpuProf: boolean;
@@ -86,6 +87,11 @@ function parseOptions(): Options {
       3,
     )
     .option('--connections <n>', 'concurrent connections of the load generator', positive(true), 50)
+    .addOption(
+      new Option('--cache <on|off>', "the server's CACHE setting: off measures every read with the in-process caches turned off")
+        .choices(['on', 'off'])
+        .default('on'),
+    )
     .option('--out <file>', 'results as JSON (default: .bench/results-<timestamp>.json)')
     .option(
       '--reuse',
@@ -125,6 +131,19 @@ function warnings(result: ScenarioResult): string[] {
     lines.push(
       `WARNING ${result.id}: ${errors} request errors, ${timeouts} of them timeouts (${JSON.stringify(result.server.errorCodes)})`,
     );
+  }
+  for (const { writesAsked, reads, writes } of result.mixed ?? []) {
+    for (const [what, load] of [
+      ['reads', reads],
+      ['writes', writes],
+    ] as const) {
+      if (load.non2xx + load.errors > 0) {
+        lines.push(
+          `WARNING ${result.id} beside ${writesAsked} writes/s: ${what} got ${load.non2xx} non-2xx (${JSON.stringify(load.statusCodes)}) ` +
+            `and ${load.errors} errors`,
+        );
+      }
+    }
   }
   const alongside = result.login?.tagsAlongside;
   if (alongside && alongside.non2xx + alongside.errors > 0) {
@@ -174,6 +193,7 @@ async function main(): Promise<number> {
           scale,
           seed: { reused: false, phases: progress.timings },
           serverLog: path.join(runDir, `server-${kind}-${scale}.log`),
+          cache: options.cache,
           scenarios: [],
           rssMaxBytes: null,
         };
@@ -185,10 +205,14 @@ async function main(): Promise<number> {
           const server = await startServer({
             databaseUrl: database.url,
             logFile: run.serverLog,
+            cache: options.cache,
             ...(options.cpuProf && { cpuProfile: { dir: path.join(runDir, 'profiles'), name: `${kind}-${scale}.cpuprofile` } }),
           });
           try {
-            const sessions = await logIn(server.base, targets.sessionEmails);
+            const sessions = {
+              few: await logIn(server.base, targets.sessionEmails),
+              viewers: await logIn(server.base, targets.viewerEmails),
+            };
             const context = { server, ceiling, settings, argon2: () => (argon2 ??= measureArgon2(options.duration, ARGON2_IN_FLIGHT)) };
             for (const id of options.scenarios) {
               const result = await measureScenario(buildScenario(id, targets, sessions), context);

@@ -1,7 +1,7 @@
 import type { Argon2Baseline } from './argon2-baseline.js';
 import type { Ceiling } from './ceiling.js';
 import { type Answer, type LoadResult, type RequestSource, type RequestSpec, runLoad, send } from './load.js';
-import type { ScenarioResult } from './report.js';
+import type { MixedResult, ScenarioResult } from './report.js';
 import { SCENARIO_TITLES, type Scenario } from './scenarios.js';
 import { cpuSeconds, type RunningServer, watchRss } from './server.js';
 
@@ -26,6 +26,10 @@ const ALONGSIDE_LOGIN_CONNECTIONS = 1;
 /** A client polling now and then, not a second load: it measures the event loop, without taking the cores from argon2. */
 const ALONGSIDE_LOGIN_RATE = 50;
 const TAGS_REQUEST: RequestSpec = { method: 'GET', path: '/api/tags' };
+/** The steady write rates the mixed scenario's reads are measured beside: a trickle, and a busy site. */
+export const MIXED_WRITE_RATES = [20, 100] as const;
+/** Enough writers in flight to hold 100 writes/s even at 100 ms a write; the rate, not the connections, sets the pace. */
+const WRITER_CONNECTIONS = 20;
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -62,6 +66,24 @@ async function warmThenMeasure(
   return { measured, alongside, cpuMicrosPerRequest };
 }
 
+/** The same reads again, each time beside writes at one of MIXED_WRITE_RATES, compared with the reads measured alone. */
+async function measureBesideWrites(
+  base: string,
+  reads: RequestSource,
+  writes: RequestSource,
+  settings: MeasureSettings,
+  alone: LoadResult,
+): Promise<MixedResult[]> {
+  const results: MixedResult[] = [];
+  for (const rate of MIXED_WRITE_RATES) {
+    const { measured, alongside } = await warmThenMeasure(base, reads, settings, {
+      alongside: () => runLoad(base, writes, { connections: WRITER_CONNECTIONS, seconds: settings.seconds, rate }),
+    });
+    results.push({ writesAsked: rate, reads: measured, writes: alongside!, ratio: measured.requestsPerSecond / alone.requestsPerSecond });
+  }
+  return results;
+}
+
 /**
  * The scenario against the server, then the same requests, connections and durations against the ceiling server
  * answering with a body of the same size, so that the ratio says how much of the machine's HTTP capacity is left.
@@ -88,6 +110,7 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
         }),
     }),
   });
+  const mixed = scenario.writes && (await measureBesideWrites(server.base, scenario.next, scenario.writes, settings, measured));
   const rssMaxBytes = rss.stop();
 
   await ceiling.setBodySize(responseBytes);
@@ -109,6 +132,7 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
     rssMaxBytes,
     cpuMicrosPerRequest,
     ...(failure && { failure: describeFailure(failure) }),
+    ...(mixed && { mixed }),
   };
   if (tagsAlongside !== undefined) {
     const argon2 = await context.argon2();

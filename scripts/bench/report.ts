@@ -24,13 +24,25 @@ export interface ScenarioResult {
   cpuMicrosPerRequest: number | null;
   /** A non-2xx answer to one of the scenario's requests, sent on its own, to show what went wrong. */
   failure?: Pick<Answer, 'status' | 'body'> & { request: string };
+  /** Only for `mixed`: the same reads beside steady writes; `server` above is the reads alone. */
+  mixed?: MixedResult[];
   /** Only for `login`: how close it gets to bare argon2, and whether other requests stay fast meanwhile. */
   login?: { argon2: Argon2Baseline; ratio: number; tagsAlongside: LoadResult };
+}
+
+/** Reads measured beside writes asked at `writesAsked` per second; `ratio` is their req/s over the reads' alone. */
+export interface MixedResult {
+  writesAsked: number;
+  reads: LoadResult;
+  writes: LoadResult;
+  ratio: number;
 }
 
 export interface DatabaseRun {
   database: DatabaseKind;
   scale: ScaleName;
+  /** The server's CACHE setting. */
+  cache: 'on' | 'off';
   seed: { reused: boolean; phases: PhaseTiming[] };
   serverLog: string;
   scenarios: ScenarioResult[];
@@ -109,7 +121,7 @@ export function formatRun(run: DatabaseRun): string {
     result.cpuMicrosPerRequest === null ? '-' : decimals(result.cpuMicrosPerRequest, 0),
   ]);
   const lines = [
-    `== ${run.database} / ${run.scale} (${seeded}) ==`,
+    `== ${run.database} / ${run.scale}, caches ${run.cache} (${seeded}) ==`,
     table(
       ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors (timeouts)', 'ceiling req/s', 'ratio', 'RSS MB', 'CPU µs/req'],
       rows,
@@ -124,6 +136,16 @@ export function formatRun(run: DatabaseRun): string {
         `login ratio ${decimals(ratio, 3)}; GET /api/tags alongside: p99 ${decimals(p99, 1)} ms ` +
         `(target < ${TAGS_P99_TARGET_MS} ms: ${p99 < TAGS_P99_TARGET_MS ? 'met' : 'MISSED'})`,
     );
+  }
+  for (const result of run.scenarios) {
+    for (const { writesAsked, reads, writes, ratio } of result.mixed ?? []) {
+      lines.push(
+        `mixed beside ${writesAsked} writes/s: reads ${decimals(reads.requestsPerSecond, 0)} req/s ` +
+          `(${decimals(ratio, 2)} x alone, ${decimals(result.server.requestsPerSecond, 0)} req/s); writes ` +
+          `${decimals(writes.requestsPerSecond, 1)}/s achieved, p50 ${decimals(writes.latencyMs.p50, 1)} ms, ` +
+          `p99 ${decimals(writes.latencyMs.p99, 1)} ms`,
+      );
+    }
   }
   lines.push(`server RSS, highest over the run: ${megabytes(run.rssMaxBytes)} MB; server log: ${run.serverLog}`);
   if (run.error !== undefined) lines.push(`RUN STOPPED EARLY: ${run.error}`);

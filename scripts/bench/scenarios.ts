@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { DatabaseConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/index.js';
 import { type RequestSource, type RequestSpec, send } from './load.js';
+import { Random } from './random.js';
 import { BENCH_PASSWORD } from './seed-data.js';
-import { SENTENCES } from './words.js';
+import { COMMENTS, SENTENCES } from './words.js';
 
 export const SCENARIO_IDS = [
   'list',
@@ -16,8 +17,14 @@ export const SCENARIO_IDS = [
   'comments',
   'tags',
   'profile',
+  // Many viewers and many URLs: no single answer is asked often enough to stay in a cache by itself.
+  'list-many',
+  'list-auth-many',
+  'feed-many',
+  'article-many',
   'login',
   // Writes last: articles they add would otherwise change what the read scenarios after them see.
+  'mixed',
   'create-article',
   'favorite',
 ] as const;
@@ -35,7 +42,12 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   comments: 'GET /api/articles/:slug/comments, same articles',
   tags: 'GET /api/tags',
   profile: 'GET /api/profiles/:username, anonymous',
+  'list-many': 'GET /api/articles, anonymous: pages 1-10, and pages 1-3 by tag and by author',
+  'list-auth-many': 'GET /api/articles as list-many, signed in as 200 viewers',
+  'feed-many': 'GET /api/articles/feed, pages 1-10, 200 viewers',
+  'article-many': 'GET /api/articles/:slug, 200 viewers',
   login: 'POST /api/users/login',
+  mixed: 'reads as a site gets them (lists, articles, feeds, tags; 200 viewers), alone and beside 20 and 100 writes/s',
   'create-article': 'POST /api/articles, 1-3 tags, unique titles',
   favorite: 'POST and DELETE /api/articles/:slug/favorite, alternating',
 };
@@ -51,6 +63,8 @@ export interface Targets {
   loginEmails: string[];
   /** The users whose tokens the signed-in scenarios use. */
   sessionEmails: string[];
+  /** The many viewers of the *-many and mixed scenarios. */
+  viewerEmails: string[];
 }
 
 export interface Session {
@@ -58,11 +72,19 @@ export interface Session {
   token: string;
 }
 
+/** The few users of the older signed-in scenarios, and the many viewers of the newer ones. */
+export interface Sessions {
+  few: Session[];
+  viewers: Session[];
+}
+
 export interface Scenario {
   id: ScenarioId;
   next: RequestSource;
   /** Distinct requests in the rotation: that many are sent once, before the load, to size the ceiling's answers. */
   variety: number;
+  /** Writes measured beside `next` at a few steady rates (the mixed scenario). */
+  writes?: RequestSource;
 }
 
 const SPREAD_TAGS = 20;
@@ -72,6 +94,14 @@ const HEAD = 5;
 const HOT_ARTICLES = 20;
 const ARTICLES = 100;
 const USERS = 20;
+const VIEWERS = 200;
+const PAGE_SIZE = 20;
+const LIST_PAGES = 10;
+const FILTERED_PAGES = 3;
+/** Requests drawn per random rotation: far more than the distinct answers, so each recurs in a random order. */
+const DRAWS = 4_000;
+/** Any fixed seed: two runs then send the same requests in the same order. */
+const SEED = 15;
 const PROFILES = 50;
 const LOGINS = 100;
 const MAX_SIZED_REQUESTS = 25;
@@ -132,6 +162,7 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       loginEmails: pickEvenly(users, LOGINS).map((user) => user.email),
       // Offset from the other picks, so the signed-in users are not also the ones whose favorites are listed.
       sessionEmails: pickEvenly(users.slice(1), USERS).map((user) => user.email),
+      viewerEmails: pickEvenly(users, VIEWERS).map((user) => user.email),
     };
   } finally {
     await destroy();
@@ -144,13 +175,20 @@ const loginRequest = (email: string): RequestSpec => ({
   body: { user: { email, password: BENCH_PASSWORD } },
 });
 
+/** Logins in flight at once: enough to keep argon2's thread pool busy, so 200 viewers sign in in seconds. */
+const LOGINS_IN_FLIGHT = 8;
+
 /** Tokens for the signed-in scenarios, got through the API before anything is measured. */
 export async function logIn(base: string, emails: readonly string[]): Promise<Session[]> {
   const sessions: Session[] = [];
-  for (const email of emails) {
-    const answer = await send(base, loginRequest(email));
-    if (answer.status !== 200) throw new Error(`logging in as ${email} failed: ${answer.status} ${answer.body.slice(0, 300)}`);
-    sessions.push({ email, token: (JSON.parse(answer.body) as { user: { token: string } }).user.token });
+  for (let start = 0; start < emails.length; start += LOGINS_IN_FLIGHT) {
+    const batch = emails.slice(start, start + LOGINS_IN_FLIGHT);
+    const answers = await Promise.all(batch.map((email) => send(base, loginRequest(email))));
+    for (const [k, answer] of answers.entries()) {
+      const email = batch[k]!;
+      if (answer.status !== 200) throw new Error(`logging in as ${email} failed: ${answer.status} ${answer.body.slice(0, 300)}`);
+      sessions.push({ email, token: (JSON.parse(answer.body) as { user: { token: string } }).user.token });
+    }
   }
   return sessions;
 }
@@ -163,9 +201,62 @@ function rotation(id: ScenarioId, specs: readonly RequestSpec[]): Scenario {
 const get = (path: string, token?: string): RequestSpec => ({ method: 'GET', path, token });
 const query = (name: string, value: string) => `/api/articles?${name}=${encodeURIComponent(value)}`;
 const articlePath = (slug: string) => `/api/articles/${encodeURIComponent(slug)}`;
+const pageQuery = (page: number) => `limit=${PAGE_SIZE}&offset=${(page - 1) * PAGE_SIZE}`;
 
-export function buildScenario(id: ScenarioId, targets: Targets, sessions: readonly Session[]): Scenario {
-  const tokens = sessions.map((session) => session.token);
+/**
+ * Random draws over many distinct requests, fixed by the seed. A rotation of them, not a fresh draw per request,
+ * so that the ceiling gets exactly the same requests in the same order.
+ */
+function drawn(id: ScenarioId, draw: (random: Random) => RequestSpec): Scenario {
+  const random = new Random(SEED);
+  return rotation(
+    id,
+    Array.from({ length: DRAWS }, () => draw(random)),
+  );
+}
+
+/** An anonymous list path: one of pages 1-10 of all articles, or of pages 1-3 of one tag's or one author's. */
+function listPath(random: Random, targets: Targets): string {
+  if (random.chance(1 / 3)) return `/api/articles?${pageQuery(random.between(1, LIST_PAGES))}`;
+  const [name, values] = random.chance(0.5) ? (['tag', targets.tags] as const) : (['author', targets.authors] as const);
+  return `${query(name, random.pick(values))}&${pageQuery(random.between(1, FILTERED_PAGES))}`;
+}
+
+const feedPath = (random: Random) => `/api/articles/feed?${pageQuery(random.between(1, LIST_PAGES))}`;
+
+/**
+ * Reads in about the shares a site gets them: lists (anonymous and signed in) most, then single articles, feeds
+ * and the tag list, from 200 viewers.
+ */
+function mixedRead(random: Random, targets: Targets, viewers: readonly string[]): RequestSpec {
+  const share = random.next();
+  const viewer = random.pick(viewers);
+  if (share < 0.35) return get(listPath(random, targets));
+  if (share < 0.6) return get(listPath(random, targets), viewer);
+  if (share < 0.8) return get(articlePath(random.pick(targets.slugs)), random.chance(0.5) ? viewer : undefined);
+  if (share < 0.9) return get(feedPath(random), viewer);
+  return get('/api/tags');
+}
+
+/** Favorite toggles (on, then off) and comments, by the viewers on the picked articles, in a fixed order. */
+function mixedWrites(targets: Targets, viewers: readonly string[]): RequestSource {
+  const random = new Random(SEED, 1);
+  const writes = Array.from({ length: DRAWS }, (): RequestSpec[] => {
+    const path = articlePath(random.pick(targets.slugs));
+    const token = random.pick(viewers);
+    return [
+      { method: 'POST', path: `${path}/favorite`, token },
+      { method: 'DELETE', path: `${path}/favorite`, token },
+      { method: 'POST', path: `${path}/comments`, token, body: { comment: { body: random.pick(COMMENTS) } } },
+    ];
+  }).flat();
+  let sent = 0;
+  return () => writes[sent++ % writes.length]!;
+}
+
+export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessions): Scenario {
+  const tokens = sessions.few.map((session) => session.token);
+  const viewers = sessions.viewers.map((session) => session.token);
   switch (id) {
     case 'list':
       return rotation(id, [get('/api/articles')]);
@@ -211,6 +302,16 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: readon
         id,
         targets.profiles.map((username) => get(`/api/profiles/${encodeURIComponent(username)}`)),
       );
+    case 'list-many':
+      return drawn(id, (random) => get(listPath(random, targets)));
+    case 'list-auth-many':
+      return drawn(id, (random) => get(listPath(random, targets), random.pick(viewers)));
+    case 'feed-many':
+      return drawn(id, (random) => get(feedPath(random), random.pick(viewers)));
+    case 'article-many':
+      return drawn(id, (random) => get(articlePath(random.pick(targets.slugs)), random.pick(viewers)));
+    case 'mixed':
+      return { ...drawn(id, (random) => mixedRead(random, targets, viewers)), writes: mixedWrites(targets, viewers) };
     case 'login':
       return rotation(id, targets.loginEmails.map(loginRequest));
     case 'favorite':

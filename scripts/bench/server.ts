@@ -14,6 +14,8 @@ export interface ServerOptions {
   databaseUrl: string;
   /** The server's stdout and stderr: the terminal is the bench's. */
   logFile: string;
+  /** The server's CACHE setting: `off` measures the uncached read path. */
+  cache: 'on' | 'off';
   /** Runs the server under --cpu-prof, writing `<name>` into `dir` when it exits. */
   cpuProfile?: { dir: string; name: string };
 }
@@ -66,6 +68,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       AUTH_RATE_LIMIT_MAX: '0',
       AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
       LOG_LEVEL: 'info',
+      CACHE: options.cache,
     },
     stdio: ['ignore', log, log],
   });

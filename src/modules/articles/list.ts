@@ -185,9 +185,9 @@ interface ListAnswer {
  * Pages, per database, kept and shared as articles are (see view.ts): valid while `content_version` stands
  * still, the anonymous answer kept with the page's cards, each viewer's own answers apart.
  */
-const cachesFor = perDatabase(() => ({
-  pages: new VersionedCache<ArticlePage>(PAGE_CACHE_ENTRIES),
-  viewerLists: new VersionedCache<ListAnswer>(VIEWER_LIST_ENTRIES),
+const cachesFor = perDatabase((db) => ({
+  pages: new VersionedCache<ArticlePage>(db, PAGE_CACHE_ENTRIES),
+  viewerLists: new VersionedCache<ListAnswer>(db, VIEWER_LIST_ENTRIES),
 }));
 
 async function loadPage(db: Executor, filters: ArticleFilters, page: Page): Promise<ArticlePage> {

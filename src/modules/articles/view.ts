@@ -105,11 +105,11 @@ interface ArticleAnswer {
  * own answers (their favorited and following flags laid over the shared card) are kept apart, since favorites and
  * follows move the same version. Every kept answer is shared, so frozen (see shareAnswer).
  */
-const cachesFor = perDatabase(() => ({
-  articles: new VersionedCache<ArticleDetail | null>(ARTICLE_CACHE_CHARACTERS, (detail) =>
+const cachesFor = perDatabase((db) => ({
+  articles: new VersionedCache<ArticleDetail | null>(db, ARTICLE_CACHE_CHARACTERS, (detail) =>
     detail === null ? 1 : weighArticle(detail.anonymous),
   ),
-  viewerArticles: new VersionedCache<ArticleAnswer>(ARTICLE_CACHE_CHARACTERS, weighArticle),
+  viewerArticles: new VersionedCache<ArticleAnswer>(db, ARTICLE_CACHE_CHARACTERS, weighArticle),
 }));
 
 /** Which of these articles the viewer favorited and which of these authors they follow, in one query. */

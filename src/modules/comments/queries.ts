@@ -46,10 +46,10 @@ const weighComments = (answer: CommentsAnswer) => answer.comments.reduce((sum, c
  * authors' profiles and follows. Which article a slug names (null: none), the answer anonymous readers share per
  * article, and each signed-in viewer's own answer (with their following flags), all kept by slug.
  */
-const cachesFor = perDatabase(() => ({
-  articleIds: new VersionedCache<number | null>(ARTICLE_ID_ENTRIES),
-  anonymous: new VersionedCache<CommentsAnswer>(COMMENT_CACHE_CHARACTERS, weighComments),
-  viewers: new VersionedCache<CommentsAnswer>(COMMENT_CACHE_CHARACTERS, weighComments),
+const cachesFor = perDatabase((db) => ({
+  articleIds: new VersionedCache<number | null>(db, ARTICLE_ID_ENTRIES),
+  anonymous: new VersionedCache<CommentsAnswer>(db, COMMENT_CACHE_CHARACTERS, weighComments),
+  viewers: new VersionedCache<CommentsAnswer>(db, COMMENT_CACHE_CHARACTERS, weighComments),
 }));
 
 /**

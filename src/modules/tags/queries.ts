@@ -11,7 +11,7 @@ async function listTags(db: Executor): Promise<string[]> {
   return rows.sort((a, b) => b.article_count - a.article_count || byCodePoint(a.name, b.name)).map((row) => row.name);
 }
 
-const cacheFor = perDatabase(() => new VersionedCache<{ tags: string[] }>(1));
+const cacheFor = perDatabase((db) => new VersionedCache<{ tags: string[] }>(db, 1));
 
 /**
  * The `{ tags }` answer, re-read only when the tag-usage version has moved: every change of a tag's use count

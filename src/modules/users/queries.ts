@@ -24,7 +24,7 @@ const accountById = precompiled((db) => db.selectFrom('users').select(ACCOUNT_CO
 const CACHED_ACCOUNTS = 10_000;
 
 /** `null` for an id with no user: that too stays true until `account_version` moves (a deletion moves it). */
-const accountCaches = perDatabase(() => new VersionedCache<Readonly<Account> | null>(CACHED_ACCOUNTS));
+const accountCaches = perDatabase((db) => new VersionedCache<Readonly<Account> | null>(db, CACHED_ACCOUNTS));
 
 /**
  * Behind every signed-in request: the account, valid while `account_version` stands still (triggers move it with
