@@ -16,7 +16,12 @@ import {
 } from './settings.js';
 
 export type DatabaseConfig =
-  | { kind: 'sqlite'; file: string }
+  | {
+      kind: 'sqlite';
+      file: string;
+      /** `full` makes a commit durable before it is acknowledged; see SQLITE_SYNCHRONOUS for what `normal` risks. */
+      synchronous: Settings['SQLITE_SYNCHRONOUS'];
+    }
   | {
       kind: 'postgres';
       url: string;
@@ -194,8 +199,11 @@ function trustProxy(raw: string | undefined): Config['trustProxy'] {
 
 function database(settings: Settings, dataDir: string): DatabaseConfig {
   const url = settings.DATABASE_URL;
-  if (url === undefined) return { kind: 'sqlite', file: path.join(dataDir, 'conduit.db') };
-  if (url.startsWith('sqlite:')) return { kind: 'sqlite', file: path.resolve(url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')) };
+  const synchronous = settings.SQLITE_SYNCHRONOUS;
+  if (url === undefined) return { kind: 'sqlite', file: path.join(dataDir, 'conduit.db'), synchronous };
+  if (url.startsWith('sqlite:')) {
+    return { kind: 'sqlite', file: path.resolve(url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')), synchronous };
+  }
   return {
     kind: 'postgres',
     url,

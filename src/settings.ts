@@ -82,6 +82,13 @@ export const SETTINGS = Type.Object(
           'way. Unset: `conduit.db` in `DATA_DIR`',
       }),
     ),
+    SQLITE_SYNCHRONOUS: Type.Enum(['full', 'normal'], {
+      default: 'full',
+      description:
+        'on SQLite, `full` writes each commit through to the disk before the request is answered. `normal` skips that ' +
+        'sync (faster writes): the database never corrupts and survives a crash of the server process, but a power loss ' +
+        'or OS crash can undo the last commits the server had already answered as done',
+    }),
     DATABASE_POOL_SIZE: positive(10, 'PostgreSQL connections per process'),
     DATABASE_CONNECT_TIMEOUT: duration('5s', 'how long a request waits for a PostgreSQL connection before it is answered 503'),
     JWT_SECRET: Type.Optional(

@@ -52,7 +52,7 @@ describe('loadConfig', () => {
       port: 3000,
       logLevel: 'info',
       dataDir,
-      database: { kind: 'sqlite', file: path.join(dataDir, 'conduit.db') },
+      database: { kind: 'sqlite', file: path.join(dataDir, 'conduit.db'), synchronous: 'full' },
       jwtSecret: SECRET,
       jwtTtlSeconds: 30 * 86400,
       corsOrigins: true,
@@ -145,7 +145,7 @@ describe('loadConfig', () => {
   it('puts the data folder at ./data when DATA_DIR is unset', () => {
     const config = loadConfig({ JWT_SECRET: SECRET });
     expect(config.dataDir).toBe(path.resolve('data'));
-    expect(config.database).toEqual({ kind: 'sqlite', file: path.resolve('data', 'conduit.db') });
+    expect(config.database).toEqual({ kind: 'sqlite', file: path.resolve('data', 'conduit.db'), synchronous: 'full' });
   });
 
   it('reads nothing from process.env when given an environment', () => {
@@ -170,10 +170,16 @@ describe('loadConfig', () => {
   // ---------------------------------------------------------------- database
 
   it('reads DATABASE_URL=sqlite:<path> as a file, relative to the working directory', () => {
-    expect(loadConfig(env({ DATABASE_URL: 'sqlite:./var/app.db' })).database).toEqual({ kind: 'sqlite', file: path.resolve('var/app.db') });
+    const sqlite = (file: string) => ({ kind: 'sqlite', file, synchronous: 'full' });
+    expect(loadConfig(env({ DATABASE_URL: 'sqlite:./var/app.db' })).database).toEqual(sqlite(path.resolve('var/app.db')));
     const absolute = path.join(dataDir, 'abs.db');
-    expect(loadConfig(env({ DATABASE_URL: `sqlite:${absolute}` })).database).toEqual({ kind: 'sqlite', file: absolute });
-    expect(loadConfig(env({ DATABASE_URL: `sqlite://${absolute}` })).database).toEqual({ kind: 'sqlite', file: absolute });
+    expect(loadConfig(env({ DATABASE_URL: `sqlite:${absolute}` })).database).toEqual(sqlite(absolute));
+    expect(loadConfig(env({ DATABASE_URL: `sqlite://${absolute}` })).database).toEqual(sqlite(absolute));
+  });
+
+  it('takes SQLITE_SYNCHRONOUS, and refuses anything but full or normal', () => {
+    expect(loadConfig(env({ SQLITE_SYNCHRONOUS: 'normal' })).database).toMatchObject({ kind: 'sqlite', synchronous: 'normal' });
+    expect(() => loadConfig(env({ SQLITE_SYNCHRONOUS: 'off' }))).toThrow(/SQLITE_SYNCHRONOUS/);
   });
 
   it('refuses DATABASE_URL=sqlite: without a path', () => {

@@ -271,7 +271,7 @@ describe.skipIf(noRedis !== null && !process.env.CI)('limits shared through Redi
 
   it('refuses to start when REDIS_URL does not answer', async () => {
     const scratch = await createScratchDatabase('sqlite');
-    const database = openDatabase({ kind: 'sqlite', file: scratch.url.slice('sqlite:'.length) });
+    const database = openDatabase({ kind: 'sqlite', file: scratch.url.slice('sqlite:'.length), synchronous: 'full' });
     defer(async () => {
       await database.destroy();
       await scratch.drop();

@@ -1,4 +1,4 @@
-import type { Executor } from './executor.js';
+import type { Executor } from './schema.js';
 
 /**
  * Something kept per database (caches, compiled queries), made on first use: one process may hold several

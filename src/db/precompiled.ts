@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery } from 'kysely';
-import type { Executor } from './executor.js';
 import { perDatabase } from './per-database.js';
+import type { Executor } from './schema.js';
 
 /**
  * Runs a compiled query on the driver itself, without Kysely's connection handling in between, or answers

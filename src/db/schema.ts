@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable } from 'kysely';
+import type { Generated, Insertable, Kysely, Selectable } from 'kysely';
 
 /** Timestamps are epoch milliseconds in a BIGINT/INTEGER column: identical on both databases and cheap to sort. */
 type EpochMs = number;
@@ -107,6 +107,9 @@ export interface Database {
   comments: CommentsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
+
+/** A database handle or a transaction: every query function takes one as its first argument. */
+export type Executor = Kysely<Database>;
 
 export type UserRow = Selectable<UsersTable>;
 export type NewUserRow = Insertable<UsersTable>;
