@@ -4,7 +4,6 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type DatabaseHandle, type Executor, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
-import { setCaching } from './db/versioned-cache.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { commentsRoutes } from './modules/comments/routes.js';
@@ -70,7 +69,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }
   if (!options.database) app.addHook('onClose', () => database.destroy());
 
-  setCaching(database.db, config.cache);
   app.decorate('config', config);
   app.decorate('db', database.db);
   app.decorate('tokens', createTokenService(config.jwtSecret, config.jwtTtlSeconds));

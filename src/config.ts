@@ -49,8 +49,6 @@ export interface Config {
   rateLimits: RateLimitConfig;
   timeouts: TimeoutConfig;
   overload: OverloadConfig;
-  /** `false` (CACHE=off): every read cache loads from the database on every call (see VersionedCache). */
-  cache: boolean;
 }
 
 /** Counts are per window; a count of 0 turns that limit off. */
@@ -289,7 +287,6 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       maxEventLoopDelayMs: settings.OVERLOAD_EVENT_LOOP_DELAY_MS,
       maxRssBytes: settings.OVERLOAD_RSS_MB * 1024 * 1024,
     },
-    cache: settings.CACHE === 'on',
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.
   return { ...config, jwtSecret: settings.JWT_SECRET ?? localSecret(dataDir) };

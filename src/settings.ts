@@ -167,12 +167,6 @@ export const SETTINGS = Type.Object(
       1000,
       "requests get 503 while the event loop's mean delay over the last second is above this; `0` off",
     ),
-    CACHE: Type.Enum(['on', 'off'], {
-      default: 'on',
-      description:
-        '`off` makes every in-process read cache (articles, lists, comments, tags, signed-in accounts) load from the database on ' +
-        'every request: to measure and test the uncached read path, or to rule the caches out when hunting a stale answer',
-    }),
     OVERLOAD_RSS_MB: count(
       0,
       "requests get 503 while the process's resident memory is above this many MiB; set it somewhat below the container's " +

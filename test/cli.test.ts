@@ -81,25 +81,29 @@ for (const kind of DATABASES) {
       const steps: [string[], RegExp][] = [
         [
           ['status'],
-          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/,
+          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\npending {2}0005_counts_by_triggers\n$/,
         ],
-        [['up'], /^applied 0001_initial\napplied 0002_idempotency_keys\napplied 0003_list_counters\napplied 0004_account_version\n$/],
+        [
+          ['up'],
+          /^applied 0001_initial\napplied 0002_idempotency_keys\napplied 0003_list_counters\napplied 0004_account_version\napplied 0005_counts_by_triggers\n$/,
+        ],
         [
           ['status'],
-          /^applied {2}0001_initial {2}\d{4}-\d\d-\d\dT[\d:.]+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\napplied {2}0004_account_version {2}\S+Z\n$/,
+          /^applied {2}0001_initial {2}\d{4}-\d\d-\d\dT[\d:.]+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\napplied {2}0004_account_version {2}\S+Z\napplied {2}0005_counts_by_triggers {2}\S+Z\n$/,
         ],
         [['up'], /^nothing to apply: the database is up to date\n$/],
-        [['down'], /^reverted 0004_account_version\n$/],
+        [['down'], /^reverted 0005_counts_by_triggers\n$/],
         [
           ['status'],
-          /^applied {2}0001_initial {2}\S+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\npending {2}0004_account_version\n$/,
+          /^applied {2}0001_initial {2}\S+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\napplied {2}0004_account_version {2}\S+Z\npending {2}0005_counts_by_triggers\n$/,
         ],
+        [['down'], /^reverted 0004_account_version\n$/],
         [['down'], /^reverted 0003_list_counters\n$/],
         [['down'], /^reverted 0002_idempotency_keys\n$/],
         [['down'], /^reverted 0001_initial\n$/],
         [
           ['status'],
-          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\n$/,
+          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\npending {2}0005_counts_by_triggers\n$/,
         ],
         [['down'], /^nothing to revert: no migration is applied\n$/],
       ];

@@ -69,14 +69,7 @@ describe('loadConfig', () => {
       },
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 72_000, connectionMs: 60_000 },
       overload: { maxEventLoopDelayMs: 1000, maxRssBytes: 0 },
-      cache: true,
     });
-  });
-
-  it('turns the read caches off with CACHE=off, and refuses any other word', () => {
-    expect(loadConfig(env({ CACHE: 'off' })).cache).toBe(false);
-    expect(loadConfig(env({ CACHE: 'on' })).cache).toBe(true);
-    expect(() => loadConfig(env({ CACHE: 'no' }))).toThrow('CACHE must be one of on, off, got "no"');
   });
 
   it('reads the limits, timeouts and overload thresholds, 0 turning a limit off', () => {

@@ -4,6 +4,7 @@ import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
 import { listCounters } from './migrations/0003_list_counters.js';
 import { accountVersion } from './migrations/0004_account_version.js';
+import { countsByTriggers } from './migrations/0005_counts_by_triggers.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /** Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. */
@@ -13,6 +14,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
     '0002_idempotency_keys': idempotencyKeys,
     '0003_list_counters': listCounters,
     '0004_account_version': accountVersion(dialect),
+    '0005_counts_by_triggers': countsByTriggers(dialect),
   };
   return new Migrator({
     db,

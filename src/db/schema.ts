@@ -17,7 +17,7 @@ export interface UsersTable {
   token_version: Generated<number>;
   /** The token (jti) that changed the password last: that session stays signed in, all others are revoked. */
   kept_session: string | null;
-  /** Articles this user wrote and articles this user favorited, kept in the same transaction as those rows. */
+  /** Articles this user wrote and articles this user favorited, moved by triggers on those rows (migration 0005). */
   articles_count: Generated<number>;
   favorites_count: Generated<number>;
   created_at: EpochMs;
@@ -37,7 +37,7 @@ export interface ArticlesTable {
   description: string;
   body: string;
   author_id: number;
-  /** Kept in the same transaction as the favorites rows it counts. */
+  /** Moved by triggers on the favorites rows it counts. */
   favorites_count: Generated<number>;
   created_at: EpochMs;
   updated_at: EpochMs;
@@ -46,7 +46,7 @@ export interface ArticlesTable {
 export interface TagsTable {
   id: Generated<number>;
   name: string;
-  /** Number of articles carrying the tag, kept in the same transaction as article_tags. */
+  /** Number of articles carrying the tag, moved by triggers on article_tags. */
   article_count: Generated<number>;
 }
 
@@ -65,10 +65,10 @@ export interface FavoritesTable {
   created_at: EpochMs;
 }
 
-/** Named totals and versions moved in the same transaction as the rows behind them (see db/counters.ts). */
-export interface CountersTable {
-  name: string;
-  value: number;
+/** The number of all articles, spread over a few rows so that concurrent writers rarely share one (migration 0005). */
+export interface ArticleTotalsTable {
+  stripe: number;
+  articles: number;
 }
 
 export interface CommentsTable {
@@ -103,7 +103,7 @@ export interface Database {
   tags: TagsTable;
   article_tags: ArticleTagsTable;
   favorites: FavoritesTable;
-  counters: CountersTable;
+  article_totals: ArticleTotalsTable;
   comments: CommentsTable;
   idempotency_keys: IdempotencyKeysTable;
 }

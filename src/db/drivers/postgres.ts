@@ -1,7 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../config.js';
-import { runPrecompiledDirectly } from '../precompiled.js';
 import type { Database } from '../schema.js';
 
 /** Where the database reports trouble that no request is waiting to hear about; the app passes its logger. */
@@ -31,20 +30,6 @@ export function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' 
   // Idle clients also reach the pool's own handler, which must exist; the client's listener has logged them already.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  // Named, a statement is parsed and planned once per connection rather than on every run. Only the few
-  // precompiled lookups run this way, so the names stay few, and their plans fit any parameter (primary keys).
-  const statementNames = new Map<string, string>();
-  const statementName = (sql: string) => {
-    let name = statementNames.get(sql);
-    if (name === undefined) {
-      name = `precompiled_${statementNames.size + 1}`;
-      statementNames.set(sql, name);
-    }
-    return name;
-  };
-  runPrecompiledDirectly(db, (query) =>
-    pool.query({ name: statementName(query.sql), text: query.sql, values: [...query.parameters] }).then((result) => result.rows),
-  );
   return {
     db,
     async ping() {

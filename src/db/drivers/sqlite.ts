@@ -17,7 +17,6 @@ import { setWithin } from '../../bounded-map.js';
 import type { DatabaseConfig } from '../../config.js';
 import { FifoSlots } from '../../fifo-slots.js';
 import { unwritable } from '../../setting-error.js';
-import { runPrecompiledDirectly } from '../precompiled.js';
 import type { Database } from '../schema.js';
 
 const STATEMENT_CACHE_SIZE = 200;
@@ -193,7 +192,6 @@ export function openSqlite({ file, synchronous }: Extract<DatabaseConfig, { kind
     createIntrospector: (db) => new SqliteIntrospector(db),
   };
   const db = new Kysely<Database>({ dialect });
-  runPrecompiledDirectly(db, (query) => driver.read(query));
   return {
     db,
     async ping() {

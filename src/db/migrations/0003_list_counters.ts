@@ -1,5 +1,18 @@
 import { type Kysely, sql } from 'kysely';
 
+/** The named totals and versions of 0003, the total counted from the articles there; 0005 replaces them. */
+export async function createCounters(db: Kysely<unknown>) {
+  await db.schema
+    .createTable('counters')
+    .addColumn('name', 'text', (c) => c.primaryKey())
+    .addColumn('value', 'bigint', (c) => c.notNull())
+    .execute();
+  await sql`insert into counters (name, value)
+    select 'articles', count(*) from articles
+    union all select 'tag_usage_version', 0
+    union all select 'content_version', 0`.execute(db);
+}
+
 /**
  * What lists need to stay fast at millions of rows:
  * - counters for every `articlesCount` a single filter can ask for (all articles, by author, favorited by a user),
@@ -23,15 +36,7 @@ export const listCounters = {
       articles_count = (select count(*) from articles where articles.author_id = users.id),
       favorites_count = (select count(*) from favorites where favorites.user_id = users.id)`.execute(db);
 
-    await db.schema
-      .createTable('counters')
-      .addColumn('name', 'text', (c) => c.primaryKey())
-      .addColumn('value', 'bigint', (c) => c.notNull())
-      .execute();
-    await sql`insert into counters (name, value)
-      select 'articles', count(*) from articles
-      union all select 'tag_usage_version', 0
-      union all select 'content_version', 0`.execute(db);
+    await createCounters(db);
 
     for (const table of ['article_tags', 'favorites'] as const) {
       // SQLite adds a NOT NULL column only with a default; every insert sets it, the default only serves the backfill.

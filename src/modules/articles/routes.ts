@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
-import { sendAnswer } from '../../shared-answers.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { listArticles } from './list.js';
 import { ArticleListResponse, ArticleResponse, FeedQuery, ListQuery, NewArticleBody, SlugParams, UpdateArticleBody } from './schemas.js';
@@ -36,10 +35,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { tag, author, favorited, limit, offset } = request.query;
-      const answer = await listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
-      return sendAnswer(reply, answer);
+      return listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
     },
   );
 
@@ -55,9 +53,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const me = signedIn(request).account.id;
-      return sendAnswer(reply, await listArticles(app.db, { followedBy: me }, request.query, me));
+      return listArticles(app.db, { followedBy: me }, request.query, me);
     },
   );
 
@@ -92,7 +90,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request, reply) => sendAnswer(reply, await articleView({ slug: request.params.slug }, viewerId(request))),
+    async (request) => articleView({ slug: request.params.slug }, viewerId(request)),
   );
 
   app.put(

@@ -1,5 +1,4 @@
 import { uniqueViolation } from '../../db/constraints.js';
-import { moveCounter } from '../../db/counters.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
@@ -28,55 +27,36 @@ export async function existingArticleRef(db: Executor, slug: string) {
 }
 
 /**
- * Links `add` (names) to an article and unlinks `removeIds`, creating missing tags; the use counters and the
- * tag-usage version move in the same transaction. On PostgreSQL, concurrent edits of overlapping tags would
- * deadlock if each locked its tag rows in its own order, so all touched rows are locked at once in id order
- * first, and new names are inserted in name order. SQLite runs one writing transaction at a time and needs neither.
- * Lock order everywhere: tags, then counters, then users, and `content_version` last of all (a transaction
- * holding it takes no other lock, so waiting for it cannot close a cycle). `account_version` is the one counter
- * taken after users, by the triggers on them; no transaction holding it goes on to lock a user row.
+ * Creates the tags in `names` that do not exist yet and returns the ids of all of them. On PostgreSQL it also
+ * locks every tag row the write is going to count (these and `alsoLocked`) in id order, before the triggers on
+ * article_tags move their counts in whatever order the links come: concurrent edits of overlapping tags would
+ * otherwise deadlock. Lock order everywhere: the article, then its tags, then users and the article total (the
+ * triggers'). SQLite runs one writing transaction at a time and needs none of it.
  */
-async function changeTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'created_at'>, add: string[], removeIds: number[]) {
-  let addIds: number[] = [];
-  if (add.length > 0) {
+async function lockTags(trx: Executor, names: string[], alsoLocked: number[] = []): Promise<number[]> {
+  let ids: number[] = [];
+  if (names.length > 0) {
     await trx
       .insertInto('tags')
-      .values([...add].sort(byCodePoint).map((name) => ({ name })))
+      .values([...names].sort(byCodePoint).map((name) => ({ name })))
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
-    addIds = (await trx.selectFrom('tags').select('id').where('name', 'in', add).execute()).map((tag) => tag.id);
+    ids = (await trx.selectFrom('tags').select('id').where('name', 'in', names).execute()).map((tag) => tag.id);
   }
-  const touched = [...addIds, ...removeIds];
-  if (touched.length === 0) return;
-  if (dialectOf(trx) === 'postgres') {
+  const touched = [...ids, ...alsoLocked];
+  if (touched.length > 0 && dialectOf(trx) === 'postgres') {
     await trx.selectFrom('tags').select('id').where('id', 'in', touched).orderBy('id').forUpdate().execute();
   }
-  const moveCounters = (ids: number[], delta: 1 | -1) =>
-    trx
-      .updateTable('tags')
-      .set((eb) => ({ article_count: eb('article_count', '+', delta) }))
-      .where('id', 'in', ids)
-      .execute();
-  if (removeIds.length > 0) {
-    await trx.deleteFrom('article_tags').where('article_id', '=', article.id).where('tag_id', 'in', removeIds).execute();
-    await moveCounters(removeIds, -1);
-  }
-  if (addIds.length > 0) {
-    await trx
-      .insertInto('article_tags')
-      .values(addIds.map((tag_id) => ({ article_id: article.id, tag_id, article_created_at: article.created_at })))
-      .execute();
-    await moveCounters(addIds, 1);
-  }
-  await moveCounter(trx, 'tag_usage_version', 1);
+  return ids;
 }
 
-const moveUserCounter = (trx: Executor, column: 'articles_count' | 'favorites_count', userId: number, delta: 1 | -1) =>
-  trx
-    .updateTable('users')
-    .set((eb) => ({ [column]: eb(column, '+', delta) }))
-    .where('id', '=', userId)
+function linkTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'created_at'>, tagIds: number[]) {
+  if (tagIds.length === 0) return Promise.resolve();
+  return trx
+    .insertInto('article_tags')
+    .values(tagIds.map((tag_id) => ({ article_id: article.id, tag_id, article_created_at: article.created_at })))
     .execute();
+}
 
 /**
  * Runs a write that sets a slug derived from `title`; when the slug is taken (the unique key says so,
@@ -96,6 +76,8 @@ async function withFreeSlug<T>(db: Executor, title: string, write: (trx: Executo
 
 export function createArticle(db: Executor, authorId: number, article: NewArticle, now: number): Promise<number> {
   return withFreeSlug(db, article.title, async (trx, slug) => {
+    // The new article row is the one lock no one else can be waiting for, so its tags go first here.
+    const tagIds = await lockTags(trx, normalizeTags(article.tagList ?? []));
     const { id } = await trx
       .insertInto('articles')
       .values({
@@ -109,10 +91,7 @@ export function createArticle(db: Executor, authorId: number, article: NewArticl
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await changeTags(trx, { id, created_at: now }, normalizeTags(article.tagList ?? []), []);
-    await moveCounter(trx, 'articles', 1);
-    await moveUserCounter(trx, 'articles_count', authorId, 1);
-    await moveCounter(trx, 'content_version', 1);
+    await linkTags(trx, { id, created_at: now }, tagIds);
     return id;
   });
 }
@@ -136,7 +115,6 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return false;
     if (changes.tagList !== undefined) await replaceTags(trx, article, normalizeTags(changes.tagList));
-    await moveCounter(trx, 'content_version', 1);
     return true;
   };
   return titleChanged ? withFreeSlug(db, changes.title!, write) : inTransaction(db, (trx) => write(trx));
@@ -152,67 +130,51 @@ async function replaceTags(trx: Executor, article: ArticleRef, names: string[]):
   const wanted = new Set(names);
   const kept = new Set(current.map((tag) => tag.name));
   const removeIds = current.filter((tag) => !wanted.has(tag.name)).map((tag) => tag.id);
-  await changeTags(
+  const addIds = await lockTags(
     trx,
-    article,
     names.filter((name) => !kept.has(name)),
     removeIds,
   );
+  if (removeIds.length > 0) {
+    await trx.deleteFrom('article_tags').where('article_id', '=', article.id).where('tag_id', 'in', removeIds).execute();
+  }
+  await linkTags(trx, article, addIds);
 }
 
 /**
- * Comments, favorites and tag links go by cascade; every counter over them is settled first, in the same
- * transaction. On PostgreSQL the article row is locked first: a favorite being added meanwhile either
- * finishes before (and is counted here) or waits and then finds the article gone.
+ * Comments, favorites and tag links go by cascade, and the triggers on them move every count over them. On
+ * PostgreSQL the article row and then its tags are locked first, in the order every other write takes them.
  */
-export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id' | 'created_at'>): Promise<void> {
+export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id'>): Promise<void> {
   return inTransaction(db, async (trx) => {
     if (dialectOf(trx) === 'postgres') {
       await trx.selectFrom('articles').select('id').where('id', '=', article.id).forUpdate().execute();
+      const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
+      await lockTags(
+        trx,
+        [],
+        links.map((link) => link.tag_id),
+      );
     }
-    const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
-    await changeTags(
-      trx,
-      article,
-      [],
-      links.map((link) => link.tag_id),
-    );
-    await moveCounter(trx, 'articles', -1);
-    await moveUserCounter(trx, 'articles_count', article.author_id, -1);
-    await trx
-      .updateTable('users')
-      .set((eb) => ({ favorites_count: eb('favorites_count', '-', 1) }))
-      .where('id', 'in', trx.selectFrom('favorites').select('user_id').where('article_id', '=', article.id))
-      .execute();
     await trx.deleteFrom('articles').where('id', '=', article.id).execute();
-    await moveCounter(trx, 'content_version', 1);
   });
 }
 
-/** Idempotent; the counters move only when a row was really added or removed, in the same transaction. */
-export function setFavorite(db: Executor, userId: number, article: Pick<ArticleRef, 'id' | 'created_at'>, favorite: boolean, now: number) {
-  return inTransaction(db, async (trx) => {
-    const changed = favorite
-      ? await trx
-          .insertInto('favorites')
-          .values({ user_id: userId, article_id: article.id, article_created_at: article.created_at, created_at: now })
-          .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
-          .returning('article_id')
-          .executeTakeFirst()
-      : await trx
-          .deleteFrom('favorites')
-          .where('user_id', '=', userId)
-          .where('article_id', '=', article.id)
-          .returning('article_id')
-          .executeTakeFirst();
-    if (changed === undefined) return;
-    const delta = favorite ? 1 : -1;
-    await trx
-      .updateTable('articles')
-      .set((eb) => ({ favorites_count: eb('favorites_count', '+', delta) }))
-      .where('id', '=', article.id)
+/** Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes. */
+export async function setFavorite(
+  db: Executor,
+  userId: number,
+  article: Pick<ArticleRef, 'id' | 'created_at'>,
+  favorite: boolean,
+  now: number,
+) {
+  if (favorite) {
+    await db
+      .insertInto('favorites')
+      .values({ user_id: userId, article_id: article.id, article_created_at: article.created_at, created_at: now })
+      .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
       .execute();
-    await moveUserCounter(trx, 'favorites_count', userId, delta);
-    await moveCounter(trx, 'content_version', 1);
-  });
+  } else {
+    await db.deleteFrom('favorites').where('user_id', '=', userId).where('article_id', '=', article.id).execute();
+  }
 }

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { forbidden, notFound } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
-import { sendAnswer } from '../../shared-answers.js';
 import { SlugParams } from '../articles/schemas.js';
 import { existingArticleRef } from '../articles/write.js';
 import { toProfile } from '../profiles/queries.js';
@@ -23,10 +22,10 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: CommentListResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const answer = await getCommentsAnswer(app.db, request.params.slug, viewerId(request));
       if (answer === undefined) throw notFound('article');
-      return sendAnswer(reply, answer);
+      return answer;
     },
   );
 

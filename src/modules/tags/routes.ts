@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { sendAnswer } from '../../shared-answers.js';
 import { getTagsAnswer } from './queries.js';
 
 export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -16,6 +15,6 @@ export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ tags: Type.Array(Type.String()) }) },
       },
     },
-    async (_request, reply) => sendAnswer(reply, await getTagsAnswer(app.db)),
+    () => getTagsAnswer(app.db),
   );
 };

@@ -5,11 +5,11 @@ import { describeEachDatabase, testConfig } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 /**
- * Lists, articles and tags are cached per process on versions that every relevant write moves. Each write
- * goes through one app; every read goes through another app on the same database (another process's view),
- * right after that second app has cached the state before the write.
+ * Every kind of write, seen by another process: each write goes through one app; every read goes through another
+ * app on the same database, right after that second app has read the state before the write (twice, so that any
+ * cache a future change adds would be warm and caught serving the old state).
  */
-describeEachDatabase('cached reads after every kind of write', (ctx) => {
+describeEachDatabase('reads on another instance after every kind of write', (ctx) => {
   let reader: FastifyInstance;
   let author: TestUser;
   let fan: TestUser;
@@ -25,7 +25,7 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
 
   afterAll(() => reader.close());
 
-  /** Reads `url` on the reader twice (so it is cached), runs `write` on the writer, then returns the reader's new answer. */
+  /** Reads `url` on the reader twice, runs `write` on the writer, then returns the reader's new answer. */
   async function afterWrite(url: string, token: string | undefined, write: () => Promise<{ status: number }>) {
     await call(reader, 'GET', url, { token });
     const before = await call(reader, 'GET', url, { token });
@@ -75,23 +75,6 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
     expect(unfollowed.after.articlesCount).toBe(0);
   });
 
-  it('a follow or unfollow that changes nothing leaves the content version, and so every cache, in place', async () => {
-    const version = async () =>
-      Number(
-        (await ctx().app.db.selectFrom('counters').select('value').where('name', '=', 'content_version').executeTakeFirstOrThrow()).value,
-      );
-    const follow = (method: 'POST' | 'DELETE') => call(writer(), method, `/api/profiles/${author.username}/follow`, { token: fan.token });
-    expect((await follow('POST')).status).toBe(200);
-    const afterFollow = await version();
-    expect((await follow('POST')).status).toBe(200);
-    expect(await version()).toBe(afterFollow);
-    expect((await follow('DELETE')).status).toBe(200);
-    const afterUnfollow = await version();
-    expect(afterUnfollow).toBe(afterFollow + 1);
-    expect((await follow('DELETE')).status).toBe(200);
-    expect(await version()).toBe(afterUnfollow);
-  });
-
   it("an author's new bio and name show on their articles", async () => {
     const bio = unique('bio ');
     const { after } = await afterWrite(`/api/articles/${slug}`, undefined, () =>
@@ -138,7 +121,7 @@ describeEachDatabase('cached reads after every kind of write', (ctx) => {
     expect((await call(reader, 'GET', url)).status).toBe(404);
   });
 
-  it("a write's own answer shows the write, even right after the viewer's cached read of the same article", async () => {
+  it("a write's own answer shows the write, even right after the viewer's read of the same article", async () => {
     const own = (await createArticle(writer(), author.token)).slug;
     const url = `/api/articles/${own}`;
     const readTwice = async () => {

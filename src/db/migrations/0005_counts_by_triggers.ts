@@ -1,0 +1,97 @@
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from '../index.js';
+import { createCounters } from './0003_list_counters.js';
+import { accountVersion } from './0004_account_version.js';
+
+/**
+ * The number of rows the total of all articles is spread over. A write moves one of them (chosen by the article's
+ * id, so consecutive inserts move different rows) and a list reads all of them: concurrent writers, also from
+ * several instances, rarely meet on one row, and a sum of 16 rows costs a list next to nothing.
+ */
+const ARTICLE_TOTAL_STRIPES = 16;
+
+/** The counts an insert or delete on each table moves; `row` is NEW for an insert, OLD for a delete. */
+const COUNTED: ReadonlyArray<{ table: string; moves: (row: string, delta: string) => string[] }> = [
+  {
+    table: 'articles',
+    moves: (row, delta) => [
+      `update users set articles_count = articles_count ${delta} where id = ${row}.author_id`,
+      `update article_totals set articles = articles ${delta} where stripe = ${row}.id % ${ARTICLE_TOTAL_STRIPES}`,
+    ],
+  },
+  {
+    table: 'favorites',
+    moves: (row, delta) => [
+      `update articles set favorites_count = favorites_count ${delta} where id = ${row}.article_id`,
+      `update users set favorites_count = favorites_count ${delta} where id = ${row}.user_id`,
+    ],
+  },
+  {
+    table: 'article_tags',
+    moves: (row, delta) => [`update tags set article_count = article_count ${delta} where id = ${row}.tag_id`],
+  },
+];
+
+/**
+ * Every count a list shows (an author's articles, a user's favorites, an article's favorites, a tag's articles,
+ * all articles) is moved by the database in the statement that inserts or deletes the rows it counts, cascades
+ * included: no write path can forget one, and a change made by hand in SQL keeps them exact too.
+ * Bulk loaders (the seed command, the bench) drop them, write the counts with the rows, and create them again.
+ */
+export function countTriggers(dialect: Dialect): { create: string[]; drop: string[] } {
+  if (dialect === 'sqlite') {
+    const events = [
+      ['insert', 'new', '+ 1'],
+      ['delete', 'old', '- 1'],
+    ] as const;
+    const triggers = COUNTED.flatMap(({ table, moves }) =>
+      events.map(([event, row, delta]) => ({
+        name: `${table}_count_${event}`,
+        create: `create trigger ${table}_count_${event} after ${event} on ${table} begin ${moves(row, delta).join('; ')}; end`,
+      })),
+    );
+    return { create: triggers.map((t) => t.create), drop: triggers.map((t) => `drop trigger ${t.name}`) };
+  }
+  return {
+    create: COUNTED.flatMap(({ table, moves }) => [
+      `create function ${table}_count() returns trigger language plpgsql as $$ begin
+        if tg_op = 'INSERT' then ${moves('new', '+ 1').join('; ')}; else ${moves('old', '- 1').join('; ')}; end if;
+        return null;
+      end $$`,
+      `create trigger ${table}_count after insert or delete on ${table} for each row execute function ${table}_count()`,
+    ]),
+    drop: COUNTED.flatMap(({ table }) => [`drop trigger ${table}_count on ${table}`, `drop function ${table}_count()`]),
+  };
+}
+
+/**
+ * Replaces the hand-kept counts and the shared `counters` table of 0003/0004 (every write moved one row there,
+ * so every write of every instance queued on it) with triggers and a striped total of all articles.
+ */
+export function countsByTriggers(dialect: Dialect) {
+  const triggers = countTriggers(dialect);
+  const accountVersionTriggers = accountVersion(dialect);
+  return {
+    async up(db: Kysely<unknown>) {
+      await accountVersionTriggers.down(db);
+      await db.schema.dropTable('counters').execute();
+      await db.schema
+        .createTable('article_totals')
+        .addColumn('stripe', 'integer', (c) => c.primaryKey())
+        .addColumn('articles', 'bigint', (c) => c.notNull())
+        .execute();
+      // The whole total starts on one stripe; only the sum means anything.
+      await sql`insert into article_totals (stripe, articles) select 0, count(*) from articles`.execute(db);
+      for (let stripe = 1; stripe < ARTICLE_TOTAL_STRIPES; stripe++) {
+        await sql`insert into article_totals (stripe, articles) values (${stripe}, 0)`.execute(db);
+      }
+      for (const statement of triggers.create) await sql.raw(statement).execute(db);
+    },
+    async down(db: Kysely<unknown>) {
+      for (const statement of triggers.drop) await sql.raw(statement).execute(db);
+      await db.schema.dropTable('article_totals').execute();
+      await createCounters(db);
+      await accountVersionTriggers.up(db);
+    },
+  };
+}
