@@ -7,6 +7,7 @@ import { BENCH_PASSWORD, buildPlan, MAX_COMMENTS_PER_ARTICLE, SCALES } from '../
 import { buildApp } from '../src/app.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { call } from './support/client.js';
+import { derivedDataMismatches } from './support/invariants.js';
 
 const scale = SCALES.small;
 
@@ -77,6 +78,10 @@ for (const kind of DATABASES) {
       expect(await value(sql`select sum(articles) as n from article_totals`)).toBe(scale.articles);
       // Skewed, not uniform: the most prolific author wrote far more than an even share.
       expect(await value(sql`select max(articles_count) as n from users`)).toBeGreaterThan((10 * scale.articles) / scale.users);
+    });
+
+    it('stores each article\'s tag names on its row, as its tag links name them', async () => {
+      expect((await derivedDataMismatches(app().db)).tagLists).toBe(0);
     });
 
     it("copies each article's creation time into its tag links and favorites", async () => {

@@ -303,6 +303,7 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
       ['body', 'text'],
       ['author_id', 'int'],
       ['favorites_count', 'int'],
+      ['tag_list', 'text'],
       ['created_at', 'bigint'],
       ['updated_at', 'bigint'],
     ],
@@ -323,6 +324,7 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
           articleBody(random),
           plan.articleAuthor[article]! + 1,
           plan.articleFavorites[article]!,
+          JSON.stringify(Array.from(plan.articleTags.subarray(plan.articleTagStart[article]!, plan.articleTagStart[article + 1]!), tagName)),
           created,
           updated,
         ];

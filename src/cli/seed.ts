@@ -362,6 +362,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
       const tags = new Set<string>();
       while (tags.size < tagCount) tags.add(TAGS[tag()]!);
       const paragraphs = Array.from({ length: 2 + below(4) }, () => Array.from({ length: 2 + below(4) }, () => pick(SENTENCES)).join(' '));
+      const tagList = normalizeTags([...tags]);
       return {
         row: {
           slug: `${slugify(title)}-${articleBase + i + 1}`,
@@ -371,8 +372,9 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
           author_id: userIds[author()]!,
           created_at: createdAt,
           updated_at: createdAt + below(3) * DAY_MS,
+          tag_list: JSON.stringify(tagList),
         },
-        tags: normalizeTags([...tags]),
+        tags: tagList,
       };
     });
 

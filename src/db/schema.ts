@@ -39,6 +39,11 @@ export interface ArticlesTable {
   author_id: number;
   /** Moved by triggers on the favorites rows it counts. */
   favorites_count: Generated<number>;
+  /**
+   * The article's tag names as a JSON array, kept by triggers on article_tags (migration 0005): a list shows every
+   * item's tags without a join. article_tags stays what filters use.
+   */
+  tag_list: Generated<string>;
   created_at: EpochMs;
   updated_at: EpochMs;
 }

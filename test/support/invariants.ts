@@ -1,6 +1,20 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../src/db/index.js';
 
+/** Articles whose stored tag_list names other tags than their article_tags rows. */
+async function tagListMismatches(db: Executor): Promise<number> {
+  const links = await db
+    .selectFrom('article_tags')
+    .innerJoin('tags', 'tags.id', 'article_tags.tag_id')
+    .select(['article_tags.article_id', 'tags.name'])
+    .execute();
+  const linked = new Map<number, string[]>();
+  for (const link of links) linked.set(link.article_id, [...(linked.get(link.article_id) ?? []), link.name]);
+  const articles = await db.selectFrom('articles').select(['id', 'tag_list']).execute();
+  const sorted = (names: string[]) => JSON.stringify([...names].sort());
+  return articles.filter((article) => sorted(JSON.parse(article.tag_list)) !== sorted(linked.get(article.id) ?? [])).length;
+}
+
 /**
  * For every stored figure the server trusts instead of counting (counts, the striped total, copied creation times), the number
  * of rows where it disagrees with the rows it stands for. All zeros means the bookkeeping is exact.
@@ -26,6 +40,7 @@ export async function derivedDataMismatches(db: Executor) {
       sql`select count(*) as n from (select sum(articles) as total from article_totals) as striped where total <> (select count(*) from articles)`,
     ),
     tagLinkTimes: await copiedTimeMismatches('article_tags'),
+    tagLists: await tagListMismatches(db),
     favoriteTimes: await copiedTimeMismatches('favorites'),
   };
 }
@@ -37,5 +52,6 @@ export const NO_MISMATCHES = {
   userFavorites: 0,
   articleTotal: 0,
   tagLinkTimes: 0,
+  tagLists: 0,
   favoriteTimes: 0,
 };

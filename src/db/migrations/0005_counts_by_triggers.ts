@@ -10,8 +10,14 @@ import { accountVersion } from './0004_account_version.js';
  */
 const ARTICLE_TOTAL_STRIPES = 16;
 
-/** The counts an insert or delete on each table moves; `row` is NEW for an insert, OLD for a delete. */
-const COUNTED: ReadonlyArray<{ table: string; moves: (row: string, delta: string) => string[] }> = [
+/** The article's tag names as a JSON array (in the database's order: readers sort it). */
+function tagListOf(dialect: Dialect, articleId: string): string {
+  const names = `from article_tags join tags on tags.id = article_tags.tag_id where article_tags.article_id = ${articleId}`;
+  return dialect === 'sqlite' ? `(select json_group_array(tags.name) ${names})` : `coalesce((select json_agg(tags.name) ${names})::text, '[]')`;
+}
+
+/** What an insert or delete on each table moves; `row` is NEW for an insert, OLD for a delete. */
+const derivedFrom = (dialect: Dialect): ReadonlyArray<{ table: string; moves: (row: string, delta: string) => string[] }> => [
   {
     table: 'articles',
     moves: (row, delta) => [
@@ -28,15 +34,19 @@ const COUNTED: ReadonlyArray<{ table: string; moves: (row: string, delta: string
   },
   {
     table: 'article_tags',
-    moves: (row, delta) => [`update tags set article_count = article_count ${delta} where id = ${row}.tag_id`],
+    moves: (row, delta) => [
+      `update tags set article_count = article_count ${delta} where id = ${row}.tag_id`,
+      `update articles set tag_list = ${tagListOf(dialect, `${row}.article_id`)} where id = ${row}.article_id`,
+    ],
   },
 ];
 
 /**
  * Every count a list shows (an author's articles, a user's favorites, an article's favorites, a tag's articles,
- * all articles) is moved by the database in the statement that inserts or deletes the rows it counts, cascades
- * included: no write path can forget one, and a change made by hand in SQL keeps them exact too.
- * Bulk loaders (the seed command, the bench) drop them, write the counts with the rows, and create them again.
+ * all articles) and each article's tag names are kept by the database in the statement that inserts or deletes
+ * the rows behind them, cascades included: no write path can forget one, and a change made by hand in SQL keeps
+ * them exact too. Bulk loaders (the seed command, the bench) drop them, write the values with the rows, and
+ * create them again.
  */
 export function countTriggers(dialect: Dialect): { create: string[]; drop: string[] } {
   if (dialect === 'sqlite') {
@@ -44,7 +54,7 @@ export function countTriggers(dialect: Dialect): { create: string[]; drop: strin
       ['insert', 'new', '+ 1'],
       ['delete', 'old', '- 1'],
     ] as const;
-    const triggers = COUNTED.flatMap(({ table, moves }) =>
+    const triggers = derivedFrom(dialect).flatMap(({ table, moves }) =>
       events.map(([event, row, delta]) => ({
         name: `${table}_count_${event}`,
         create: `create trigger ${table}_count_${event} after ${event} on ${table} begin ${moves(row, delta).join('; ')}; end`,
@@ -53,20 +63,21 @@ export function countTriggers(dialect: Dialect): { create: string[]; drop: strin
     return { create: triggers.map((t) => t.create), drop: triggers.map((t) => `drop trigger ${t.name}`) };
   }
   return {
-    create: COUNTED.flatMap(({ table, moves }) => [
+    create: derivedFrom(dialect).flatMap(({ table, moves }) => [
       `create function ${table}_count() returns trigger language plpgsql as $$ begin
         if tg_op = 'INSERT' then ${moves('new', '+ 1').join('; ')}; else ${moves('old', '- 1').join('; ')}; end if;
         return null;
       end $$`,
       `create trigger ${table}_count after insert or delete on ${table} for each row execute function ${table}_count()`,
     ]),
-    drop: COUNTED.flatMap(({ table }) => [`drop trigger ${table}_count on ${table}`, `drop function ${table}_count()`]),
+    drop: derivedFrom(dialect).flatMap(({ table }) => [`drop trigger ${table}_count on ${table}`, `drop function ${table}_count()`]),
   };
 }
 
 /**
  * Replaces the hand-kept counts and the shared `counters` table of 0003/0004 (every write moved one row there,
- * so every write of every instance queued on it) with triggers and a striped total of all articles.
+ * so every write of every instance queued on it) with triggers and a striped total of all articles, and keeps each
+ * article's tag names on its row.
  */
 export function countsByTriggers(dialect: Dialect) {
   const triggers = countTriggers(dialect);
@@ -86,8 +97,14 @@ export function countsByTriggers(dialect: Dialect) {
         await sql`insert into article_totals (stripe, articles) values (${stripe}, 0)`.execute(db);
       }
       for (const statement of triggers.create) await sql.raw(statement).execute(db);
+      await db.schema
+        .alterTable('articles')
+        .addColumn('tag_list', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
+      await sql.raw(`update articles set tag_list = ${tagListOf(dialect, 'articles.id')}`).execute(db);
     },
     async down(db: Kysely<unknown>) {
+      await db.schema.alterTable('articles').dropColumn('tag_list').execute();
       for (const statement of triggers.drop) await sql.raw(statement).execute(db);
       await db.schema.dropTable('article_totals').execute();
       await createCounters(db);

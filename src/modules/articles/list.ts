@@ -194,7 +194,7 @@ async function totalMatching(db: Executor, filters: ArticleFilters): Promise<num
 /** The `{ articles, articlesCount }` answer as this viewer sees it: the page and its total, two queries side by side. */
 export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
   const [rows, articlesCount] = await Promise.all([
-    withArticleView(db, db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page)), viewerId)
+    withArticleView(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page)), viewerId)
       .orderBy('articles.created_at', 'desc')
       .orderBy('articles.id', 'desc')
       .execute(),

@@ -1,0 +1,22 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { openDatabase } from '../dist/db/index.js';
+import { listArticles } from '../dist/modules/articles/list.js';
+const file = process.argv[2];
+const handle = openDatabase({ kind: 'sqlite', file, synchronous: 'full' });
+const db = handle.db;
+const q = db.selectFrom('articles').select(['id']).where('id', 'in', db.selectFrom('articles').select('id').orderBy('created_at', 'desc').limit(20).offset(0));
+const N = 5000;
+async function t(name, f) { for (let i = 0; i < 500; i++) await f(); const s = performance.now(); for (let i = 0; i < N; i++) await f(); console.log(name.padEnd(28), ((performance.now() - s) / N * 1000).toFixed(1)); }
+await t('listArticles', () => listArticles(db, {}, { limit: 20, offset: 0 }, null));
+const raw = new BetterSqlite3(file, { readonly: true });
+const c = (await import('../dist/modules/articles/view.js')).withArticleView(db.selectFrom('articles').where('articles.id', 'in', db.selectFrom('articles').select('articles.id').orderBy('articles.created_at', 'desc').orderBy('articles.id', 'desc').limit(20).offset(0)), null).orderBy('articles.created_at', 'desc').orderBy('articles.id', 'desc').compile();
+const st = raw.prepare(c.sql);
+await t('raw exact', () => st.all(...c.parameters));
+await t('kysely executeQuery exact', () => db.executeQuery(c));
+await t('listArticles again', () => listArticles(db, {}, { limit: 20, offset: 0 }, null));
+const { withArticleView, toSummary } = await import('../dist/modules/articles/view.js');
+await t('build+compile page query', () => withArticleView(db.selectFrom('articles').where('articles.id', 'in', db.selectFrom('articles').select('articles.id').orderBy('articles.created_at', 'desc').orderBy('articles.id', 'desc').limit(20).offset(0)), null).orderBy('articles.created_at', 'desc').orderBy('articles.id', 'desc').compile());
+await t('build+compile total', () => db.selectFrom('article_totals').select((eb) => eb.fn.sum('articles').as('count')).compile());
+const rows = st.all(...c.parameters);
+await t('toSummary x20', () => rows.map(toSummary));
+await t('kysely total exec', () => db.selectFrom('article_totals').select((eb) => eb.fn.sum('articles').as('count')).executeTakeFirst());

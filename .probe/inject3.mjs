@@ -1,0 +1,12 @@
+import { buildApp } from '../dist/app.js';
+import { loadConfig } from '../dist/config.js';
+const config = loadConfig({ NODE_ENV: 'production', DATABASE_URL: `sqlite:${process.argv[2]}`, JWT_SECRET: 'x'.repeat(40), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '0' });
+const app = await buildApp(config);
+const url = process.argv[3] ?? '/api/articles';
+const N = Number(process.argv[4] ?? 5000);
+for (let i = 0; i < 2000; i++) await app.inject({ url });
+const t0 = performance.now(); const c0 = process.cpuUsage();
+for (let i = 0; i < N; i++) await app.inject({ url });
+const c = process.cpuUsage(c0);
+console.log(url, 'µs/req wall', ((performance.now() - t0) / N * 1000).toFixed(0), 'cpu', ((c.user + c.system) / N).toFixed(0));
+await app.close();

@@ -1,0 +1,13 @@
+import { openDatabase } from '../src/db/index.js';
+import { listArticles } from '../src/modules/articles/list.js';
+const handle = openDatabase({ kind: 'sqlite', file: process.argv[2]!, synchronous: 'full' } as any);
+const db = handle.db;
+const N = 20000;
+for (let i = 0; i < 2000; i++) await listArticles(db, {}, { limit: 20, offset: (i % 10) * 20 }, null);
+const t0 = performance.now();
+for (let i = 0; i < N; i++) await listArticles(db, {}, { limit: 20, offset: (i % 10) * 20 }, null);
+console.log('listArticles anon µs', ((performance.now() - t0) / N * 1000).toFixed(0));
+const t1 = performance.now();
+for (let i = 0; i < N; i++) await db.selectFrom('article_totals').select((eb) => eb.fn.sum<number>('articles').as('count')).executeTakeFirst();
+console.log('kysely total µs', ((performance.now() - t1) / N * 1000).toFixed(0));
+await handle.destroy();
