@@ -23,7 +23,8 @@ declare module 'autocannon' {
     }
 
     interface Options {
-      url: string;
+      /** Several: the connections go to them in turn. */
+      url: string | string[];
       connections?: number;
       /** Seconds. */
       duration?: number;

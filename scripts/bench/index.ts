@@ -2,15 +2,17 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { SETTING_NAMES } from '../../src/settings.js';
 import { type Argon2Baseline, measureArgon2 } from './argon2-baseline.js';
 import { startCeiling } from './ceiling.js';
 import { BENCH_DIR, type DatabaseKind, locate, PROJECT_ROOT, prepareDatabase } from './databases.js';
+import { type LockSampler, openLockSampler } from './locks.js';
 import { type MeasureSettings, measureScenario } from './measure.js';
 import { Progress } from './progress.js';
 import { type DatabaseRun, describeMachine, formatRun, type ScenarioResult, writeResults } from './report.js';
-import { buildScenario, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
+import { buildScenario, isTwoInstance, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
 import { SCALES, type ScaleName } from './seed-data.js';
-import { startServer } from './server.js';
+import { BENCH_OWNED_ENV, type RunningServer, type ServerOptions, shownEnv, startServer } from './server.js';
 
 const DATABASE_KINDS = ['sqlite', 'postgres'] as const satisfies readonly DatabaseKind[];
 const SCALE_NAMES = Object.keys(SCALES) as ScaleName[];
@@ -41,6 +43,21 @@ const positive =
     return value;
   };
 
+/**
+ * One --server-env KEY=VALUE, added to the ones before it. Any name is passed on (the server reads those of
+ * src/settings.ts and ignores the rest), but not what the bench sets itself.
+ */
+function serverEnvEntry(raw: string, previous: Record<string, string>): Record<string, string> {
+  const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(raw);
+  if (!match) throw new InvalidArgumentError('expected KEY=VALUE, e.g. SQLITE_SYNCHRONOUS=normal');
+  const name = match[1]!;
+  const value = match[2]!;
+  if ((BENCH_OWNED_ENV as readonly string[]).includes(name)) {
+    throw new InvalidArgumentError(`${name} is set by the bench${name === 'CACHE' ? ' (use --cache)' : ''}`);
+  }
+  return { ...previous, [name]: value };
+}
+
 interface Options {
   scale: ScaleName[];
   db?: DatabaseKind[];
@@ -50,6 +67,7 @@ interface Options {
   warmup: number;
   connections: number;
   cache: 'on' | 'off';
+  serverEnv: Record<string, string>;
   out?: string;
   reuse: boolean;
   cpuProf: boolean;
@@ -92,21 +110,46 @@ function parseOptions(): Options {
         .choices(['on', 'off'])
         .default('on'),
     )
+    .addOption(
+      new Option(
+        '--server-env <KEY=VALUE>',
+        'an environment variable for every server the bench starts, e.g. SQLITE_SYNCHRONOUS=normal or DATABASE_POOL_SIZE=5; ' +
+          `repeat for more. It replaces the bench's own value (see below); ${BENCH_OWNED_ENV.join(', ')} stay the bench's`,
+      )
+        .argParser(serverEnvEntry)
+        .default({}, 'none'),
+    )
     .option('--out <file>', 'results as JSON (default: .bench/results-<timestamp>.json)')
     .option(
       '--reuse',
       'keep seeded databases between runs: skip seeding when the same scale and seed version is there (new migrations still apply)',
     )
     .option('--cpu-prof', 'run the server with node --cpu-prof; profiles go to .bench/run-<timestamp>/profiles/')
-    .option('--smoke', 'for CI: exit 1 if any response was non-2xx or any request failed or timed out; speed never fails')
+    .option(
+      '--smoke',
+      'for CI: exit 1 if any response was non-2xx or any request failed or timed out; speed never fails. Leaves out the two-instance ' +
+        'scenarios (*-2x) unless --scenarios names them',
+    )
     .addHelpText(
       'after',
-      '\nThe server runs with RATE_LIMIT_MAX=0, AUTH_RATE_LIMIT_MAX=0 and AUTH_ADDRESS_RATE_LIMIT_MAX=0: all load comes from\n' +
-        'one address, so the per-address limits would otherwise answer most requests with 429. Every seeded account\n' +
-        'signs in with one password. Server logs, CPU profiles and the seeded SQLite files are under .bench/.',
+      '\nThe server runs with NODE_ENV=production, LOG_LEVEL=info, RATE_LIMIT_MAX=0, AUTH_RATE_LIMIT_MAX=0 and\n' +
+        'AUTH_ADDRESS_RATE_LIMIT_MAX=0 unless --server-env says otherwise: all load comes from one address, so the\n' +
+        'per-address limits would otherwise answer most requests with 429. Every seeded account signs in with one\n' +
+        'password. Server logs, CPU profiles and the seeded SQLite files are under .bench/.\n' +
+        '\nThe two-instance scenarios (create-article-2x, favorite-2x) measure the write load on one server, then split\n' +
+        'over two servers on the same database (the same connections in all, half to each), and report two / one. On\n' +
+        "PostgreSQL they also read pg_stat_activity every 100 ms: the share of the database's active backends waiting on\n" +
+        'a lock. Each server has its own pool of DATABASE_POOL_SIZE connections.',
     );
   const parsed = program.parse().opts<Omit<Options, 'reuse' | 'cpuProf' | 'smoke'> & Partial<Options>>();
-  return { ...parsed, reuse: parsed.reuse === true, cpuProf: parsed.cpuProf === true, smoke: parsed.smoke === true };
+  const smoke = parsed.smoke === true;
+  let scenarios = parsed.scenarios;
+  // The smoke run checks that every request succeeds; the two-instance scenarios send the same requests again, twice.
+  if (smoke && program.getOptionValueSource('scenarios') === 'default') {
+    scenarios = scenarios.filter((id) => !isTwoInstance(id));
+    console.log('smoke: the two-instance scenarios (*-2x) are left out; name them in --scenarios to run them');
+  }
+  return { ...parsed, scenarios, reuse: parsed.reuse === true, cpuProf: parsed.cpuProf === true, smoke };
 }
 
 function build(): void {
@@ -170,13 +213,19 @@ async function main(): Promise<number> {
   const out = path.resolve(options.out ?? path.join(BENCH_DIR, `results-${stamp}.json`));
   mkdirSync(runDir, { recursive: true });
 
+  for (const name of Object.keys(options.serverEnv)) {
+    if (!(SETTING_NAMES as string[]).includes(name))
+      console.log(`--server-env ${name}: not a server setting (src/settings.ts), passed on as is`);
+  }
+  const serverEnv = shownEnv(options.serverEnv);
+
   build();
   const machine = await describeMachine(postgresUrl);
   const settings: MeasureSettings = { connections: options.connections, warmupSeconds: options.warmup, seconds: options.duration };
   let argon2: Promise<Argon2Baseline> | undefined;
   const runs: DatabaseRun[] = [];
   // The URL may carry a password: the results name only the server.
-  const shownOptions = { ...options, db: databases, postgresUrl: postgresUrl && new URL(postgresUrl).host };
+  const shownOptions = { ...options, db: databases, postgresUrl: postgresUrl && new URL(postgresUrl).host, serverEnv };
   const save = () => writeResults(out, { startedAt: stamp, machine, options: shownOptions, runs });
   let requestsFailed = false;
   let runsStopped = false;
@@ -194,6 +243,7 @@ async function main(): Promise<number> {
           seed: { reused: false, phases: progress.timings },
           serverLog: path.join(runDir, `server-${kind}-${scale}.log`),
           cache: options.cache,
+          serverEnv,
           scenarios: [],
           rssMaxBytes: null,
         };
@@ -202,32 +252,57 @@ async function main(): Promise<number> {
           console.log(`\n${label}: ${options.reuse ? 'preparing (reuse allowed)' : 'seeding a fresh database'}`);
           run.seed.reused = (await prepareDatabase(database, options.reuse, progress)).reused;
           const targets = await pickTargets(database.config);
-          const server = await startServer({
+          const serverOptions = (suffix: string, logFile: string): ServerOptions => ({
             databaseUrl: database.url,
-            logFile: run.serverLog,
+            logFile,
             cache: options.cache,
-            ...(options.cpuProf && { cpuProfile: { dir: path.join(runDir, 'profiles'), name: `${kind}-${scale}.cpuprofile` } }),
+            env: options.serverEnv,
+            ...(options.cpuProf && { cpuProfile: { dir: path.join(runDir, 'profiles'), name: `${kind}-${scale}${suffix}.cpuprofile` } }),
           });
+          const server = await startServer(serverOptions('', run.serverLog));
+          let second: Promise<RunningServer> | undefined;
+          let locks: Promise<LockSampler> | undefined;
           try {
             const sessions = {
               few: await logIn(server.base, targets.sessionEmails),
               viewers: await logIn(server.base, targets.viewerEmails),
             };
-            const context = { server, ceiling, settings, argon2: () => (argon2 ??= measureArgon2(options.duration, ARGON2_IN_FLIGHT)) };
+            const context = {
+              server,
+              secondServer: () => {
+                if (second === undefined) {
+                  run.secondServerLog = path.join(runDir, `server-${kind}-${scale}-2.log`);
+                  second = startServer(serverOptions('-2', run.secondServerLog));
+                }
+                return second;
+              },
+              ...(kind === 'postgres' && { lockSampler: () => (locks ??= openLockSampler(database.url)) }),
+              ceiling,
+              settings,
+              argon2: () => (argon2 ??= measureArgon2(options.duration, ARGON2_IN_FLIGHT)),
+            };
             for (const id of options.scenarios) {
               const result = await measureScenario(buildScenario(id, targets, sessions), context);
               run.scenarios.push(result);
               run.rssMaxBytes = Math.max(run.rssMaxBytes ?? 0, result.rssMaxBytes ?? 0) || null;
+              const compared = result.instances
+                ? `one server ${result.instances.one.load.requestsPerSecond.toFixed(0)} req/s (two / one ${result.instances.ratio.toFixed(2)})`
+                : `ceiling ${result.ceiling?.requestsPerSecond.toFixed(0)} req/s`;
               console.log(
-                `${label} ${id}: ${result.server.requestsPerSecond.toFixed(0)} req/s, p99 ${result.server.latencyMs.p99} ms, ` +
-                  `ceiling ${result.ceiling.requestsPerSecond.toFixed(0)} req/s`,
+                `${label} ${id}: ${result.server.requestsPerSecond.toFixed(0)} req/s, p99 ${result.server.latencyMs.p99} ms, ${compared}`,
               );
               const problems = warnings(result);
               for (const line of problems) console.log(line);
               if (problems.length > 0) requestsFailed = true;
             }
           } finally {
-            await server.stop();
+            // Set only if it started: a start that failed has been reported already.
+            const started = await Promise.all([server, second?.catch(() => undefined)]);
+            await Promise.all(started.map((running) => running?.stop()));
+            await locks?.then(
+              (sampler) => sampler.close(),
+              () => {},
+            );
           }
         } catch (error) {
           run.error = error instanceof Error ? error.message : String(error);

@@ -44,13 +44,17 @@ function encode(spec: RequestSpec): { headers: Record<string, string>; body?: st
   return { headers, body: JSON.stringify(spec.body) };
 }
 
-/** Keeps `connections` requests in flight for `seconds`, each connection sending its next request when answered. */
-export async function runLoad(base: string, next: RequestSource, settings: LoadSettings): Promise<LoadResult> {
+/**
+ * Keeps `connections` requests in flight for `seconds`, each connection sending its next request when answered.
+ * Given several servers, the connections go to them in turn (autocannon's round robin): an even split when the
+ * connections are a multiple of the servers, with one latency histogram over all of them.
+ */
+export async function runLoad(base: string | readonly string[], next: RequestSource, settings: LoadSettings): Promise<LoadResult> {
   const errorCodes: Record<string, number> = {};
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
-        url: base,
+        url: typeof base === 'string' ? base : [...base],
         connections: settings.connections,
         duration: settings.seconds,
         ...(settings.rate !== undefined && { overallRate: settings.rate }),

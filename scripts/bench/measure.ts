@@ -1,7 +1,8 @@
 import type { Argon2Baseline } from './argon2-baseline.js';
 import type { Ceiling } from './ceiling.js';
 import { type Answer, type LoadResult, type RequestSource, type RequestSpec, runLoad, send } from './load.js';
-import type { MixedResult, ScenarioResult } from './report.js';
+import type { LockSampler } from './locks.js';
+import type { InstancesRun, MixedResult, ScenarioResult } from './report.js';
 import { SCENARIO_TITLES, type Scenario } from './scenarios.js';
 import { cpuSeconds, type RunningServer, watchRss } from './server.js';
 
@@ -13,6 +14,10 @@ export interface MeasureSettings {
 
 export interface MeasureContext {
   server: RunningServer;
+  /** Another server on the same database, for the two-instance scenarios: started when the first one needs it. */
+  secondServer: () => Promise<RunningServer>;
+  /** PostgreSQL only: reads pg_stat_activity during the two-instance scenarios. */
+  lockSampler?: () => Promise<LockSampler>;
   ceiling: Ceiling;
   settings: MeasureSettings;
   /** Measured once per bench run, when the first login scenario needs it. */
@@ -44,26 +49,45 @@ const describeFailure = (answer: Answer) => ({
 });
 
 /**
- * Warm-up, then the measured load, with `alongside` running beside it. Given the server's pid, also its CPU per
+ * Warm-up, then the measured load, with `alongside` running beside it. Given the servers' pids, also their CPU per
  * request in microseconds over the measured seconds (every answered request counted, `alongside`'s too): the
- * figure least moved by whatever else the machine runs.
+ * figure least moved by whatever else the machine runs. Given a lock sampler, what the database's backends waited
+ * on over the measured seconds.
  */
 async function warmThenMeasure(
-  base: string,
+  base: string | readonly string[],
   next: RequestSource,
   settings: MeasureSettings,
-  options: { pid?: number; alongside?: () => Promise<LoadResult> } = {},
+  options: { pids?: readonly number[]; alongside?: () => Promise<LoadResult>; locks?: LockSampler } = {},
 ) {
   if (settings.warmupSeconds > 0) await runLoad(base, next, { connections: settings.connections, seconds: settings.warmupSeconds });
-  const cpuBefore = options.pid === undefined ? null : cpuSeconds(options.pid);
+  const cpuBefore = options.pids === undefined ? null : cpuSeconds(options.pids);
+  const sampling = options.locks?.start();
   const [measured, alongside] = await Promise.all([
     runLoad(base, next, { connections: settings.connections, seconds: settings.seconds }),
     options.alongside?.(),
   ]);
-  const cpuAfter = options.pid === undefined ? null : cpuSeconds(options.pid);
+  const lockWaits = (await sampling?.stop()) ?? null;
+  const cpuAfter = options.pids === undefined ? null : cpuSeconds(options.pids);
   const requests = measured.requests + (alongside?.requests ?? 0);
   const cpuMicrosPerRequest = cpuBefore === null || cpuAfter === null || requests === 0 ? null : ((cpuAfter - cpuBefore) / requests) * 1e6;
-  return { measured, alongside, cpuMicrosPerRequest };
+  return { measured, alongside, cpuMicrosPerRequest, lockWaits };
+}
+
+/** The scenario's load on one server, then split over it and a second one on the same database, lock waits sampled. */
+async function measureInstances(scenario: Scenario, context: MeasureContext): Promise<{ one: InstancesRun; two: InstancesRun }> {
+  const servers = [context.server, await context.secondServer()];
+  const locks = await context.lockSampler?.();
+  const measure = async (measuring: readonly RunningServer[]): Promise<InstancesRun> => {
+    const { measured, cpuMicrosPerRequest, lockWaits } = await warmThenMeasure(
+      measuring.map((server) => server.base),
+      scenario.next,
+      context.settings,
+      { pids: measuring.map((server) => server.pid), locks },
+    );
+    return { servers: measuring.length, load: measured, cpuMicrosPerRequest, lockWaits };
+  };
+  return { one: await measure(servers.slice(0, 1)), two: await measure(servers) };
 }
 
 /** The same reads again, each time beside writes at one of MIXED_WRITE_RATES, compared with the reads measured alone. */
@@ -87,6 +111,7 @@ async function measureBesideWrites(
 /**
  * The scenario against the server, then the same requests, connections and durations against the ceiling server
  * answering with a body of the same size, so that the ratio says how much of the machine's HTTP capacity is left.
+ * A two-instance scenario instead compares one server with two on the same database, and has no ceiling.
  */
 export async function measureScenario(scenario: Scenario, context: MeasureContext): Promise<ScenarioResult> {
   const { server, ceiling, settings } = context;
@@ -94,27 +119,40 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
   for (let i = 0; i < scenario.variety; i++) sized.push(await send(server.base, scenario.next()));
   const responseBytes = median(sized.map((answer) => answer.bytes));
 
-  const rss = watchRss(server.pid);
-  const {
-    measured,
-    alongside: tagsAlongside,
-    cpuMicrosPerRequest,
-  } = await warmThenMeasure(server.base, scenario.next, settings, {
-    pid: server.pid,
-    ...(scenario.id === 'login' && {
-      alongside: () =>
-        runLoad(server.base, () => TAGS_REQUEST, {
-          connections: ALONGSIDE_LOGIN_CONNECTIONS,
-          seconds: settings.seconds,
-          rate: ALONGSIDE_LOGIN_RATE,
-        }),
-    }),
-  });
+  const rss = watchRss(scenario.twoInstances ? [server.pid, (await context.secondServer()).pid] : [server.pid]);
+  let measured: LoadResult;
+  let cpuMicrosPerRequest: number | null;
+  let tagsAlongside: LoadResult | undefined;
+  let instances: ScenarioResult['instances'];
+  if (scenario.twoInstances) {
+    const { one, two } = await measureInstances(scenario, context);
+    ({ load: measured, cpuMicrosPerRequest } = two);
+    instances = { one, two, ratio: two.load.requestsPerSecond / one.load.requestsPerSecond };
+  } else {
+    ({
+      measured,
+      alongside: tagsAlongside,
+      cpuMicrosPerRequest,
+    } = await warmThenMeasure(server.base, scenario.next, settings, {
+      pids: [server.pid],
+      ...(scenario.id === 'login' && {
+        alongside: () =>
+          runLoad(server.base, () => TAGS_REQUEST, {
+            connections: ALONGSIDE_LOGIN_CONNECTIONS,
+            seconds: settings.seconds,
+            rate: ALONGSIDE_LOGIN_RATE,
+          }),
+      }),
+    }));
+  }
   const mixed = scenario.writes && (await measureBesideWrites(server.base, scenario.next, scenario.writes, settings, measured));
   const rssMaxBytes = rss.stop();
 
-  await ceiling.setBodySize(responseBytes);
-  const { measured: bare } = await warmThenMeasure(ceiling.base, scenario.next, settings);
+  let bare: LoadResult | null = null;
+  if (!scenario.twoInstances) {
+    await ceiling.setBodySize(responseBytes);
+    ({ measured: bare } = await warmThenMeasure(ceiling.base, scenario.next, settings));
+  }
 
   let failure = sized.find((answer) => answer.status >= 300);
   for (let probe = 0; failure === undefined && measured.non2xx > 0 && probe < MAX_FAILURE_PROBES; probe++) {
@@ -128,11 +166,12 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
     responseBytes,
     server: measured,
     ceiling: bare,
-    ratio: measured.requestsPerSecond / bare.requestsPerSecond,
+    ratio: bare && measured.requestsPerSecond / bare.requestsPerSecond,
     rssMaxBytes,
     cpuMicrosPerRequest,
     ...(failure && { failure: describeFailure(failure) }),
     ...(mixed && { mixed }),
+    ...(instances && { instances }),
   };
   if (tagsAlongside !== undefined) {
     const argon2 = await context.argon2();

@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Argon2Baseline } from './argon2-baseline.js';
 import type { DatabaseKind } from './databases.js';
 import type { Answer, LoadResult } from './load.js';
+import type { LockWaits } from './locks.js';
 import type { PhaseTiming } from './progress.js';
 import type { ScenarioId } from './scenarios.js';
 import type { ScaleName } from './seed-data.js';
@@ -15,10 +16,12 @@ export interface ScenarioResult {
   title: string;
   /** Median body size of the scenario's answers, the size the ceiling answers with. */
   responseBytes: number;
+  /** For the two-instance scenarios, the load on both servers. */
   server: LoadResult;
-  ceiling: LoadResult;
+  /** `null` for the two-instance scenarios: they send their base scenario's requests, whose ceiling that one measures. */
+  ceiling: LoadResult | null;
   /** server req/s / ceiling req/s. */
-  ratio: number;
+  ratio: number | null;
   rssMaxBytes: number | null;
   /** Server CPU (all its threads) per answered request over the measured seconds, in µs; `null` without /proc. */
   cpuMicrosPerRequest: number | null;
@@ -28,6 +31,18 @@ export interface ScenarioResult {
   mixed?: MixedResult[];
   /** Only for `login`: how close it gets to bare argon2, and whether other requests stay fast meanwhile. */
   login?: { argon2: Argon2Baseline; ratio: number; tagsAlongside: LoadResult };
+  /** Only for the two-instance scenarios: the same load on one server, then on two; `ratio` is two's req/s over one's. */
+  instances?: { one: InstancesRun; two: InstancesRun; ratio: number };
+}
+
+/** One measured load of a two-instance scenario. */
+export interface InstancesRun {
+  servers: number;
+  load: LoadResult;
+  /** Server CPU per answered request, every server's summed. */
+  cpuMicrosPerRequest: number | null;
+  /** `null` on SQLite: pg_stat_activity is PostgreSQL's. */
+  lockWaits: LockWaits | null;
 }
 
 /** Reads measured beside writes asked at `writesAsked` per second; `ratio` is their req/s over the reads' alone. */
@@ -45,6 +60,10 @@ export interface DatabaseRun {
   cache: 'on' | 'off';
   seed: { reused: boolean; phases: PhaseTiming[] };
   serverLog: string;
+  /** The second server of the two-instance scenarios, when one ran. */
+  secondServerLog?: string;
+  /** What --server-env gave every server, writeOnly settings hidden. */
+  serverEnv: Record<string, string>;
   scenarios: ScenarioResult[];
   rssMaxBytes: number | null;
   /** Set when the run stopped early (the server did not start, a setup request failed). */
@@ -63,6 +82,9 @@ export interface Machine {
 
 /** The target for GET /api/tags' p99 while logins saturate the thread pool: the event loop must stay free. */
 export const TAGS_P99_TARGET_MS = 25;
+/** The targets for the write scenarios on two servers sharing one PostgreSQL database. */
+export const TWO_INSTANCE_RATIO_TARGET = 0.9;
+export const LOCK_WAIT_TARGET = 0.1;
 
 export async function describeMachine(postgresUrl: string | undefined): Promise<Machine> {
   const memory = new BetterSqlite3(':memory:');
@@ -93,6 +115,29 @@ const megabytes = (bytes: number | null) => (bytes === null ? '-' : (bytes / 1_0
 const decimals = (value: number, digits: number) =>
   value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
+const percent = (fraction: number) => `${decimals(fraction * 100, 1)} %`;
+/** The waits shown beside the lock share: the commonest, as shares of every active backend seen. */
+const SHOWN_WAITS = 4;
+
+function describeInstancesRun({ servers, load, cpuMicrosPerRequest, lockWaits }: InstancesRun): string {
+  const figures =
+    `${servers === 1 ? 'one server' : `${servers} servers`}: ${decimals(load.requestsPerSecond, 0)} req/s, ` +
+    `p50 ${decimals(load.latencyMs.p50, 1)} ms, p99 ${decimals(load.latencyMs.p99, 1)} ms, ` +
+    `CPU ${cpuMicrosPerRequest === null ? '-' : decimals(cpuMicrosPerRequest, 0)} µs/req`;
+  if (lockWaits === null) return `${figures}; no lock sampling (pg_stat_activity is PostgreSQL's)`;
+  const { lockFraction, activeMean, idleInTransactionMean, samples, waits } = lockWaits;
+  const seen = Object.values(waits).reduce((sum, n) => sum + n, 0);
+  const commonest = Object.entries(waits)
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, SHOWN_WAITS)
+    .map(([wait, n]) => `${wait} ${percent(n / seen)}`);
+  return (
+    `${figures}; lock waits ${lockFraction === null ? '-' : percent(lockFraction)} of active backends ` +
+    `(on average over ${samples} samples ${decimals(activeMean, 1)} active, ${decimals(idleInTransactionMean, 1)} idle in a ` +
+    `transaction; active by wait: ${commonest.join(', ') || 'none'})`
+  );
+}
+
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   // The first column is a name, the others are numbers: right-aligned so that digits line up.
@@ -115,13 +160,14 @@ export function formatRun(run: DatabaseRun): string {
     decimals(result.server.latencyMs.p99, 1),
     String(result.server.non2xx),
     `${result.server.errors} (${result.server.timeouts})`,
-    decimals(result.ceiling.requestsPerSecond, 0),
-    decimals(result.ratio, 3),
+    result.ceiling === null ? '-' : decimals(result.ceiling.requestsPerSecond, 0),
+    result.ratio === null ? '-' : decimals(result.ratio, 3),
     megabytes(result.rssMaxBytes),
     result.cpuMicrosPerRequest === null ? '-' : decimals(result.cpuMicrosPerRequest, 0),
   ]);
+  const env = Object.entries(run.serverEnv).map(([name, value]) => `${name}=${value}`);
   const lines = [
-    `== ${run.database} / ${run.scale}, caches ${run.cache} (${seeded}) ==`,
+    `== ${run.database} / ${run.scale}, caches ${run.cache}${env.length > 0 ? `, server env ${env.join(' ')}` : ''} (${seeded}) ==`,
     table(
       ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors (timeouts)', 'ceiling req/s', 'ratio', 'RSS MB', 'CPU µs/req'],
       rows,
@@ -147,7 +193,22 @@ export function formatRun(run: DatabaseRun): string {
       );
     }
   }
-  lines.push(`server RSS, highest over the run: ${megabytes(run.rssMaxBytes)} MB; server log: ${run.serverLog}`);
+  for (const result of run.scenarios) {
+    if (result.instances === undefined) continue;
+    const { one, two, ratio } = result.instances;
+    for (const measured of [one, two]) lines.push(`${result.id} on ${describeInstancesRun(measured)}`);
+    const locked = two.lockWaits?.lockFraction;
+    // The targets are PostgreSQL's: SQLite has one writer for the file, however many processes.
+    const verdict = (met: boolean) => (run.database === 'postgres' ? `: ${met ? 'met' : 'MISSED'}` : ' on PostgreSQL');
+    lines.push(
+      `${result.id}: two servers / one ${decimals(ratio, 2)} (target >= ${TWO_INSTANCE_RATIO_TARGET}${verdict(ratio >= TWO_INSTANCE_RATIO_TARGET)})` +
+        (locked === undefined || locked === null
+          ? ''
+          : `; lock waits on two ${percent(locked)} (target < ${percent(LOCK_WAIT_TARGET)}${verdict(locked < LOCK_WAIT_TARGET)})`),
+    );
+  }
+  const secondLog = run.secondServerLog === undefined ? '' : `, second server's: ${run.secondServerLog}`;
+  lines.push(`server RSS, highest over the run: ${megabytes(run.rssMaxBytes)} MB; server log: ${run.serverLog}${secondLog}`);
   if (run.error !== undefined) lines.push(`RUN STOPPED EARLY: ${run.error}`);
   return lines.join('\n');
 }

@@ -27,9 +27,22 @@ export const SCENARIO_IDS = [
   'mixed',
   'create-article',
   'favorite',
+  // The same writes on one server, then on two: left out of --smoke unless named.
+  'create-article-2x',
+  'favorite-2x',
 ] as const;
 
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
+
+/** Scenarios measured on one server, then on two on the same database, and the scenario whose requests they send. */
+export const TWO_INSTANCE_SCENARIOS = {
+  'create-article-2x': 'create-article',
+  'favorite-2x': 'favorite',
+} as const satisfies Partial<Record<ScenarioId, ScenarioId>>;
+
+type TwoInstanceId = keyof typeof TWO_INSTANCE_SCENARIOS;
+
+export const isTwoInstance = (id: ScenarioId): id is TwoInstanceId => id in TWO_INSTANCE_SCENARIOS;
 
 export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   list: 'GET /api/articles, anonymous',
@@ -50,6 +63,8 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   mixed: 'reads as a site gets them (lists, articles, feeds, tags; 200 viewers), alone and beside 20 and 100 writes/s',
   'create-article': 'POST /api/articles, 1-3 tags, unique titles',
   favorite: 'POST and DELETE /api/articles/:slug/favorite, alternating',
+  'create-article-2x': 'create-article on one server, then on two on the same database, the connections split between them',
+  'favorite-2x': 'favorite on one server, then on two on the same database, the connections split between them',
 };
 
 /** Who and what the scenarios ask for, read from the seeded database before the server starts. */
@@ -85,6 +100,8 @@ export interface Scenario {
   variety: number;
   /** Writes measured beside `next` at a few steady rates (the mixed scenario). */
   writes?: RequestSource;
+  /** Measured on one server, then on two on the same database (the *-2x scenarios). */
+  twoInstances?: true;
 }
 
 const SPREAD_TAGS = 20;
@@ -255,6 +272,7 @@ function mixedWrites(targets: Targets, viewers: readonly string[]): RequestSourc
 }
 
 export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessions): Scenario {
+  if (isTwoInstance(id)) return { ...buildScenario(TWO_INSTANCE_SCENARIOS[id], targets, sessions), id, twoInstances: true };
   const tokens = sessions.few.map((session) => session.token);
   const viewers = sessions.viewers.map((session) => session.token);
   switch (id) {

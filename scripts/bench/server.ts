@@ -1,8 +1,9 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type SettingName, settingSchemas } from '../../src/settings.js';
 import { freePort } from '../../test/support/ports.js';
 import { PROJECT_ROOT } from './databases.js';
 
@@ -18,6 +19,24 @@ export interface ServerOptions {
   cache: 'on' | 'off';
   /** Runs the server under --cpu-prof, writing `<name>` into `dir` when it exits. */
   cpuProfile?: { dir: string; name: string };
+  /** Environment variables given with --server-env: they replace the bench's defaults (rate limits, log level). */
+  env?: Record<string, string>;
+}
+
+/**
+ * What the bench itself sets for where the server listens and what it serves; --server-env may not change them
+ * (CACHE has --cache, so that the results say which it was).
+ */
+export const BENCH_OWNED_ENV = ['HOST', 'PORT', 'DATABASE_URL', 'DATA_DIR', 'CACHE'] as const;
+
+/** One per bench run: every server it starts accepts the tokens the others issued, as instances behind one balancer must. */
+const JWT_SECRET = randomBytes(36).toString('base64url');
+
+/** The --server-env values as the results show them: a setting that may hold a password (`writeOnly`) is hidden. */
+export function shownEnv(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).map(([name, value]) => [name, settingSchemas[name as SettingName]?.writeOnly ? '(hidden)' : value]),
+  );
 }
 
 export interface RunningServer {
@@ -58,17 +77,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // The argon2 baseline inherits the bench's environment: both must get the same libuv thread pool.
       ...(process.env.UV_THREADPOOL_SIZE && { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
       NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATABASE_URL: options.databaseUrl,
-      DATA_DIR: path.join(path.dirname(options.logFile), 'data'),
-      JWT_SECRET: randomBytes(36).toString('base64url'),
+      JWT_SECRET,
       // Every request comes from this one address; the per-address limits would turn the load into 429s.
       RATE_LIMIT_MAX: '0',
       AUTH_RATE_LIMIT_MAX: '0',
       AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
       LOG_LEVEL: 'info',
-      CACHE: options.cache,
+      ...options.env,
+      ...({
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DATABASE_URL: options.databaseUrl,
+        DATA_DIR: path.join(path.dirname(options.logFile), 'data'),
+        CACHE: options.cache,
+      } satisfies Record<(typeof BENCH_OWNED_ENV)[number], string>),
     },
     stdio: ['ignore', log, log],
   });
@@ -110,6 +132,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
 }
 
+/**
+ * The process and every process below it (the workers of a server run with WORKERS=2, which forks them after it
+ * starts), from /proc; a process that is gone, or a system without /proc, adds none.
+ */
+function processTree(pid: number): number[] {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) {
+    try {
+      for (const task of readdirSync(`/proc/${tree[i]}/task`)) {
+        const children = readFileSync(`/proc/${tree[i]}/task/${task}/children`, 'utf8').trim();
+        if (children !== '') tree.push(...children.split(' ').map(Number));
+      }
+    } catch {
+      // Exited meanwhile: its own figures below come out null too.
+    }
+  }
+  return tree;
+}
+
 /** Resident memory in bytes from /proc; `null` where there is no /proc (not Linux) or the process is gone. */
 function residentBytes(pid: number): number | null {
   try {
@@ -123,11 +164,8 @@ function residentBytes(pid: number): number | null {
 /** The kernel's unit for process CPU times in /proc; `getconf` asks once, since Node cannot call sysconf. */
 let clockTicksPerSecond: number | undefined;
 
-/**
- * CPU seconds a process has used so far (user and system, every thread: the event loop, the GC, the thread
- * pool) from /proc; `null` where there is no /proc or the process is gone.
- */
-export function cpuSeconds(pid: number): number | null {
+/** CPU seconds one process has used so far, every thread; `null` where there is no /proc or the process is gone. */
+function processCpuSeconds(pid: number): number | null {
   try {
     // The command name (field 2) is in parentheses and may hold spaces; the fields after it are fixed.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -139,12 +177,32 @@ export function cpuSeconds(pid: number): number | null {
   }
 }
 
-/** Samples a process's RSS until stopped; stop() gives the highest sample in bytes, `null` if none could be read. */
-export function watchRss(pid: number): { stop(): number | null } {
+/**
+ * CPU seconds the servers have used so far (user and system, every thread: the event loop, the GC, the thread
+ * pool; and their cluster workers) from /proc; `null` where there is no /proc or a server is gone.
+ */
+export function cpuSeconds(pids: readonly number[]): number | null {
+  let total = 0;
+  for (const root of pids) {
+    const [own, ...below] = processTree(root).map(processCpuSeconds);
+    if (own === null || own === undefined) return null;
+    // A worker that exits between the listing and the read adds nothing.
+    total += own + below.reduce<number>((sum, seconds) => sum + (seconds ?? 0), 0);
+  }
+  return total;
+}
+
+/**
+ * Samples the servers' RSS until stopped; stop() gives the highest sample of any one process (a server, or one of
+ * its cluster workers) in bytes, `null` if none could be read.
+ */
+export function watchRss(pids: readonly number[]): { stop(): number | null } {
   let highest: number | null = null;
   const sample = () => {
-    const bytes = residentBytes(pid);
-    if (bytes !== null) highest = Math.max(highest ?? 0, bytes);
+    for (const pid of pids.flatMap(processTree)) {
+      const bytes = residentBytes(pid);
+      if (bytes !== null) highest = Math.max(highest ?? 0, bytes);
+    }
   };
   sample();
   const timer = setInterval(sample, RSS_SAMPLE_MS);
