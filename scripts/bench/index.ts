@@ -53,7 +53,7 @@ function serverEnvEntry(raw: string, previous: Record<string, string>): Record<s
   const name = match[1]!;
   const value = match[2]!;
   if ((BENCH_OWNED_ENV as readonly string[]).includes(name)) {
-    throw new InvalidArgumentError(`${name} is set by the bench${name === 'CACHE' ? ' (use --cache)' : ''}`);
+    throw new InvalidArgumentError(`${name} is set by the bench`);
   }
   return { ...previous, [name]: value };
 }
@@ -66,7 +66,6 @@ interface Options {
   duration: number;
   warmup: number;
   connections: number;
-  cache: 'on' | 'off';
   serverEnv: Record<string, string>;
   out?: string;
   reuse: boolean;
@@ -105,11 +104,6 @@ function parseOptions(): Options {
       3,
     )
     .option('--connections <n>', 'concurrent connections of the load generator', positive(true), 50)
-    .addOption(
-      new Option('--cache <on|off>', "the server's CACHE setting: off measures every read with the in-process caches turned off")
-        .choices(['on', 'off'])
-        .default('on'),
-    )
     .addOption(
       new Option(
         '--server-env <KEY=VALUE>',
@@ -242,7 +236,6 @@ async function main(): Promise<number> {
           scale,
           seed: { reused: false, phases: progress.timings },
           serverLog: path.join(runDir, `server-${kind}-${scale}.log`),
-          cache: options.cache,
           serverEnv,
           scenarios: [],
           rssMaxBytes: null,
@@ -255,7 +248,6 @@ async function main(): Promise<number> {
           const serverOptions = (suffix: string, logFile: string): ServerOptions => ({
             databaseUrl: database.url,
             logFile,
-            cache: options.cache,
             env: options.serverEnv,
             ...(options.cpuProf && { cpuProfile: { dir: path.join(runDir, 'profiles'), name: `${kind}-${scale}${suffix}.cpuprofile` } }),
           });

@@ -56,8 +56,6 @@ export interface MixedResult {
 export interface DatabaseRun {
   database: DatabaseKind;
   scale: ScaleName;
-  /** The server's CACHE setting. */
-  cache: 'on' | 'off';
   seed: { reused: boolean; phases: PhaseTiming[] };
   serverLog: string;
   /** The second server of the two-instance scenarios, when one ran. */
@@ -167,7 +165,7 @@ export function formatRun(run: DatabaseRun): string {
   ]);
   const env = Object.entries(run.serverEnv).map(([name, value]) => `${name}=${value}`);
   const lines = [
-    `== ${run.database} / ${run.scale}, caches ${run.cache}${env.length > 0 ? `, server env ${env.join(' ')}` : ''} (${seeded}) ==`,
+    `== ${run.database} / ${run.scale}${env.length > 0 ? `, server env ${env.join(' ')}` : ''} (${seeded}) ==`,
     table(
       ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors (timeouts)', 'ceiling req/s', 'ratio', 'RSS MB', 'CPU µs/req'],
       rows,

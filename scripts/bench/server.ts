@@ -15,19 +15,14 @@ export interface ServerOptions {
   databaseUrl: string;
   /** The server's stdout and stderr: the terminal is the bench's. */
   logFile: string;
-  /** The server's CACHE setting: `off` measures the uncached read path. */
-  cache: 'on' | 'off';
   /** Runs the server under --cpu-prof, writing `<name>` into `dir` when it exits. */
   cpuProfile?: { dir: string; name: string };
   /** Environment variables given with --server-env: they replace the bench's defaults (rate limits, log level). */
   env?: Record<string, string>;
 }
 
-/**
- * What the bench itself sets for where the server listens and what it serves; --server-env may not change them
- * (CACHE has --cache, so that the results say which it was).
- */
-export const BENCH_OWNED_ENV = ['HOST', 'PORT', 'DATABASE_URL', 'DATA_DIR', 'CACHE'] as const;
+/** What the bench itself sets for where the server listens and what it serves; --server-env may not change them. */
+export const BENCH_OWNED_ENV = ['HOST', 'PORT', 'DATABASE_URL', 'DATA_DIR'] as const;
 
 /** One per bench run: every server it starts accepts the tokens the others issued, as instances behind one balancer must. */
 const JWT_SECRET = randomBytes(36).toString('base64url');
@@ -89,7 +84,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         PORT: String(port),
         DATABASE_URL: options.databaseUrl,
         DATA_DIR: path.join(path.dirname(options.logFile), 'data'),
-        CACHE: options.cache,
       } satisfies Record<(typeof BENCH_OWNED_ENV)[number], string>),
     },
     stdio: ['ignore', log, log],
