@@ -17,7 +17,7 @@ export const SCENARIO_IDS = [
   'comments',
   'tags',
   'profile',
-  // Many viewers and many URLs: no single answer is asked often enough to stay in a cache by itself.
+  // Many viewers and many URLs, as a site's traffic is spread: not one answer asked again and again.
   'list-many',
   'list-auth-many',
   'feed-many',
@@ -61,8 +61,8 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   'article-many': 'GET /api/articles/:slug, 200 viewers',
   login: 'POST /api/users/login',
   mixed: 'reads as a site gets them (lists, articles, feeds, tags; 200 viewers), alone and beside 20 and 100 writes/s',
-  'create-article': 'POST /api/articles, 1-3 tags, unique titles',
-  favorite: 'POST and DELETE /api/articles/:slug/favorite, alternating',
+  'create-article': 'POST /api/articles, 1-3 seeded tags, unique titles',
+  favorite: 'POST and DELETE /api/articles/:slug/favorite, toggles by 200 viewers on 1,000 articles',
   'create-article-2x': 'create-article on one server, then on two on the same database, the connections split between them',
   'favorite-2x': 'favorite on one server, then on two on the same database, the connections split between them',
 };
@@ -71,10 +71,14 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
 export interface Targets {
   /** Most used first: the head is where a real site's traffic goes. */
   tags: string[];
+  /** Every tag in use (all the seeded ones), most used first: what new articles are tagged with. */
+  everyTag: string[];
   authors: string[];
   favoriters: string[];
   profiles: string[];
   slugs: string[];
+  /** Many articles spread over all of them, each favorited and unfavorited by one viewer in the favorite scenario. */
+  favoriteSlugs: string[];
   loginEmails: string[];
   /** The users whose tokens the signed-in scenarios use. */
   sessionEmails: string[];
@@ -110,6 +114,8 @@ const SPREAD_AUTHORS = 20;
 const HEAD = 5;
 const HOT_ARTICLES = 20;
 const ARTICLES = 100;
+/** Articles the favorite toggles go to: far more than the requests in flight, so that two rarely meet on one. */
+const FAVORITE_ARTICLES = 1_000;
 const USERS = 20;
 const VIEWERS = 200;
 const PAGE_SIZE = 20;
@@ -128,6 +134,10 @@ function pickEvenly<T>(items: readonly T[], count: number): T[] {
   if (items.length <= count) return [...items];
   return Array.from({ length: count }, (_, k) => items[Math.round((k * (items.length - 1)) / (count - 1))]!);
 }
+
+/** `count` ids spread evenly over 1..last, both included: whatever rows are there, seeded or added since. */
+const evenIds = (last: number, count: number) =>
+  Array.from({ length: count }, (_, k) => 1 + Math.round((k * (last - 1)) / Math.max(1, count - 1)));
 
 /** The `HEAD` most popular, then the rest of `count` spread over the long tail. */
 const headAndTail = <T>(ranked: readonly T[], count: number) => [...ranked.slice(0, HEAD), ...pickEvenly(ranked.slice(HEAD), count - HEAD)];
@@ -161,14 +171,21 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       .selectFrom('articles')
       .select((eb) => eb.fn.max('id').as('last'))
       .executeTakeFirstOrThrow();
-    const everyId = { length: ARTICLES - HOT_ARTICLES };
-    const spreadIds = Array.from(everyId, (_, k) => 1 + Math.round((k * (Number(last ?? 1) - 1)) / (everyId.length - 1)));
-    const spread = await db.selectFrom('articles').select('slug').where('id', 'in', spreadIds).orderBy('id').execute();
+    const spreadOver = (count: number) =>
+      db
+        .selectFrom('articles')
+        .select('slug')
+        .where('id', 'in', evenIds(Number(last ?? 1), count))
+        .orderBy('id')
+        .execute();
+    const spread = await spreadOver(ARTICLES - HOT_ARTICLES);
+    const favorited = await spreadOver(FAVORITE_ARTICLES);
     return {
       tags: headAndTail(
         tags.map((row) => row.name),
         SPREAD_TAGS,
       ),
+      everyTag: tags.map((row) => row.name),
       authors: headAndTail(
         authors.map((row) => row.username),
         SPREAD_AUTHORS,
@@ -176,6 +193,7 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       favoriters: pickEvenly(users, USERS).map((user) => user.username),
       profiles: pickEvenly(users, PROFILES).map((user) => user.username),
       slugs: [...new Set([...hot, ...spread].map((row) => row.slug))],
+      favoriteSlugs: favorited.map((row) => row.slug),
       loginEmails: pickEvenly(users, LOGINS).map((user) => user.email),
       // Offset from the other picks, so the signed-in users are not also the ones whose favorites are listed.
       sessionEmails: pickEvenly(users.slice(1), USERS).map((user) => user.email),
@@ -271,6 +289,47 @@ function mixedWrites(targets: Targets, viewers: readonly string[]): RequestSourc
   return () => writes[sent++ % writes.length]!;
 }
 
+/**
+ * Favorite toggles that rarely meet: a favorite moves its (user, article) row in favorites and, through the
+ * triggers, the article's and the user's favorites_count, each locked until the write commits. The articles are
+ * split into two halves, and pair j of each half gets its own article; the first half's pair j is favorited by
+ * viewer j, the second half's by the viewer half the viewers further on. The rotation sends, for every j, the
+ * first half's POST beside the second half's DELETE, then the second half's POST beside the first half's DELETE:
+ * each DELETE goes out half the rotation after its POST. Requests in flight together, a few dozen neighbours in
+ * the rotation, therefore touch different articles and different users: a viewer comes round again 200 requests
+ * later (with 200 viewers), an article 1,000 later (with 1,000 articles). In the first pass the second half's
+ * DELETEs come before their POSTs and change nothing (both are idempotent in this API); after that every request
+ * toggles. A run leaves at most half the pairs favorited, and a later run on the same articles turns them off.
+ */
+function favoriteToggles(slugs: readonly string[], viewers: readonly string[]): RequestSpec[] {
+  const half = slugs.length >> 1;
+  const toggle = (method: 'POST' | 'DELETE', pair: number): RequestSpec => {
+    const second = pair >= half;
+    const viewer = (second ? pair - half + (viewers.length >> 1) : pair) % viewers.length;
+    return { method, path: `${articlePath(slugs[pair]!)}/favorite`, token: viewers[viewer] };
+  };
+  return [0, half].flatMap((posted) => {
+    const deleted = half - posted;
+    return Array.from({ length: half }, (_, j) => [toggle('POST', posted + j), toggle('DELETE', deleted + j)]).flat();
+  });
+}
+
+/**
+ * Tags for one new article after another: the next 1-3 of a fixed shuffle of every tag in use, so that articles
+ * created at about the same moment take different tags (a create locks its tags' rows until it commits) until
+ * the shuffle comes round again: after about 25 articles at small scale (50 tags), 500 at large (1,000).
+ */
+function tagTaker(tags: readonly string[]): (count: number) => string[] {
+  const order = new Random(SEED, 2).permutation(tags.length);
+  let at = 0;
+  return (count) =>
+    Array.from({ length: Math.min(count, tags.length) }, () => {
+      const tag = tags[order[at]!]!;
+      at = (at + 1) % order.length;
+      return tag;
+    });
+}
+
 export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessions): Scenario {
   if (isTwoInstance(id)) return { ...buildScenario(TWO_INSTANCE_SCENARIOS[id], targets, sessions), id, twoInstances: true };
   const tokens = sessions.few.map((session) => session.token);
@@ -333,24 +392,15 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
     case 'login':
       return rotation(id, targets.loginEmails.map(loginRequest));
     case 'favorite':
-      // Both are idempotent in this API, so connections that interleave on one pair still get 200s.
-      return rotation(
-        id,
-        targets.slugs.flatMap((slug, i): RequestSpec[] => {
-          const token = tokens[i % tokens.length]!;
-          return [
-            { method: 'POST', path: `${articlePath(slug)}/favorite`, token },
-            { method: 'DELETE', path: `${articlePath(slug)}/favorite`, token },
-          ];
-        }),
-      );
+      return rotation(id, favoriteToggles(targets.favoriteSlugs, viewers));
     case 'create-article': {
       // Unique per run too: with --reuse, earlier runs' articles are still there.
       const run = randomBytes(3).toString('hex');
+      const takeTags = tagTaker(targets.everyTag);
       let created = 0;
       const next = (): RequestSpec => {
         created++;
-        const tagList = Array.from({ length: 1 + (created % 3) }, (_, k) => targets.tags[(created + k) % targets.tags.length]!);
+        const tagList = takeTags(1 + (created % 3));
         return {
           method: 'POST',
           path: '/api/articles',

@@ -324,7 +324,9 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
           articleBody(random),
           plan.articleAuthor[article]! + 1,
           plan.articleFavorites[article]!,
-          JSON.stringify(Array.from(plan.articleTags.subarray(plan.articleTagStart[article]!, plan.articleTagStart[article + 1]!), tagName)),
+          JSON.stringify(
+            Array.from(plan.articleTags.subarray(plan.articleTagStart[article]!, plan.articleTagStart[article + 1]!), tagName),
+          ),
           created,
           updated,
         ];
