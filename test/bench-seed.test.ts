@@ -80,7 +80,7 @@ for (const kind of DATABASES) {
       expect(await value(sql`select max(articles_count) as n from users`)).toBeGreaterThan((10 * scale.articles) / scale.users);
     });
 
-    it('stores each article\'s tag names on its row, as its tag links name them', async () => {
+    it("stores each article's tag names on its row, as its tag links name them", async () => {
       expect((await derivedDataMismatches(app().db)).tagLists).toBe(0);
     });
 

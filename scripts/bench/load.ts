@@ -13,12 +13,11 @@ export interface RequestSpec {
 /** The next request to send; each call may give a different one (rotation, unique titles). */
 export type RequestSource = () => RequestSpec;
 
-export interface LoadSettings {
-  connections: number;
-  seconds: number;
-  /** Requests per second over all connections; unset means as fast as the server answers. */
-  rate?: number;
-}
+/**
+ * Closed loop: `connections` requests in flight, each sent when the last was answered. Open loop: `rate` requests
+ * per second at even intervals whatever the answers, as independent users send them.
+ */
+export type LoadSettings = { seconds: number } & ({ connections: number; rate?: undefined } | { rate: number; connections?: undefined });
 
 export interface LoadResult {
   requestsPerSecond: number;
@@ -44,12 +43,77 @@ function encode(spec: RequestSpec): { headers: Record<string, string>; body?: st
   return { headers, body: JSON.stringify(spec.body) };
 }
 
+const percentile = (sorted: number[], share: number) => sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? 0;
+
+/**
+ * One request every 1/rate seconds for `seconds`, each timed on its own. autocannon's rate limit sends each
+ * connection's quota at the start of every second, so a rate of 20/s arrived as bursts of 20 at once and its
+ * latency measured the burst's queue, not the server.
+ */
+async function runPaced(bases: readonly string[], next: RequestSource, seconds: number, rate: number): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const statusCodes: Record<string, number> = {};
+  const errorCodes: Record<string, number> = {};
+  let timeouts = 0;
+  const started = performance.now();
+  const inFlight: Promise<void>[] = [];
+  for (let sent = 0; sent < seconds * rate; sent++) {
+    const due = started + (sent * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const spec = next();
+    const { headers, body } = encode(spec);
+    const sentAt = performance.now();
+    inFlight.push(
+      fetch(`${bases[sent % bases.length]}${spec.path}`, {
+        method: spec.method,
+        headers,
+        body,
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_SECONDS * 1000),
+      }).then(
+        async (response) => {
+          await response.arrayBuffer();
+          latencies.push(performance.now() - sentAt);
+          statusCodes[response.status] = (statusCodes[response.status] ?? 0) + 1;
+        },
+        (error: Error) => {
+          if (error.name === 'TimeoutError') timeouts++;
+          const code = String((error.cause as { code?: string } | undefined)?.code ?? error.name);
+          errorCodes[code] = (errorCodes[code] ?? 0) + 1;
+        },
+      ),
+    );
+  }
+  await Promise.all(inFlight);
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const non2xx = Object.entries(statusCodes).reduce((sum, [code, count]) => (code.startsWith('2') ? sum : sum + count), 0);
+  const errors = Object.values(errorCodes).reduce((sum, count) => sum + count, 0);
+  return {
+    requestsPerSecond: latencies.length / elapsed,
+    latencyMs: {
+      p50: percentile(latencies, 0.5),
+      p99: percentile(latencies, 0.99),
+      average: latencies.reduce((sum, value) => sum + value, 0) / Math.max(1, latencies.length),
+      max: latencies.at(-1) ?? 0,
+    },
+    requests: latencies.length,
+    non2xx,
+    errors,
+    timeouts,
+    errorCodes,
+    statusCodes,
+    seconds: elapsed,
+  };
+}
+
 /**
  * Keeps `connections` requests in flight for `seconds`, each connection sending its next request when answered.
  * Given several servers, the connections go to them in turn (autocannon's round robin): an even split when the
  * connections are a multiple of the servers, with one latency histogram over all of them.
  */
 export async function runLoad(base: string | readonly string[], next: RequestSource, settings: LoadSettings): Promise<LoadResult> {
+  if (settings.rate !== undefined) return runPaced(typeof base === 'string' ? [base] : base, next, settings.seconds, settings.rate);
   const errorCodes: Record<string, number> = {};
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
@@ -57,7 +121,6 @@ export async function runLoad(base: string | readonly string[], next: RequestSou
         url: typeof base === 'string' ? base : [...base],
         connections: settings.connections,
         duration: settings.seconds,
-        ...(settings.rate !== undefined && { overallRate: settings.rate }),
         timeout: REQUEST_TIMEOUT_SECONDS,
         requests: [
           {

@@ -26,15 +26,11 @@ export interface MeasureContext {
 
 /** Enough to find a request that fails on its own; one that fails only under load may not show up. */
 const MAX_FAILURE_PROBES = 100;
-/** A light, steady client: its latency shows whether the event loop stays free while logins load the thread pool. */
-const ALONGSIDE_LOGIN_CONNECTIONS = 1;
 /** A client polling now and then, not a second load: it measures the event loop, without taking the cores from argon2. */
 const ALONGSIDE_LOGIN_RATE = 50;
 const TAGS_REQUEST: RequestSpec = { method: 'GET', path: '/api/tags' };
 /** The steady write rates the mixed scenario's reads are measured beside: a trickle, and a busy site. */
 export const MIXED_WRITE_RATES = [20, 100] as const;
-/** Enough writers in flight to hold 100 writes/s even at 100 ms a write; the rate, not the connections, sets the pace. */
-const WRITER_CONNECTIONS = 20;
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -101,7 +97,7 @@ async function measureBesideWrites(
   const results: MixedResult[] = [];
   for (const rate of MIXED_WRITE_RATES) {
     const { measured, alongside } = await warmThenMeasure(base, reads, settings, {
-      alongside: () => runLoad(base, writes, { connections: WRITER_CONNECTIONS, seconds: settings.seconds, rate }),
+      alongside: () => runLoad(base, writes, { seconds: settings.seconds, rate }),
     });
     results.push({ writesAsked: rate, reads: measured, writes: alongside!, ratio: measured.requestsPerSecond / alone.requestsPerSecond });
   }
@@ -137,11 +133,7 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
       pids: [server.pid],
       ...(scenario.id === 'login' && {
         alongside: () =>
-          runLoad(server.base, () => TAGS_REQUEST, {
-            connections: ALONGSIDE_LOGIN_CONNECTIONS,
-            seconds: settings.seconds,
-            rate: ALONGSIDE_LOGIN_RATE,
-          }),
+          runLoad(server.base, () => TAGS_REQUEST, { seconds: settings.seconds, rate: ALONGSIDE_LOGIN_RATE }),
       }),
     }));
   }

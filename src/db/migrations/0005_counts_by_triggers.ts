@@ -13,7 +13,9 @@ const ARTICLE_TOTAL_STRIPES = 16;
 /** The article's tag names as a JSON array (in the database's order: readers sort it). */
 function tagListOf(dialect: Dialect, articleId: string): string {
   const names = `from article_tags join tags on tags.id = article_tags.tag_id where article_tags.article_id = ${articleId}`;
-  return dialect === 'sqlite' ? `(select json_group_array(tags.name) ${names})` : `coalesce((select json_agg(tags.name) ${names})::text, '[]')`;
+  return dialect === 'sqlite'
+    ? `(select json_group_array(tags.name) ${names})`
+    : `coalesce((select json_agg(tags.name) ${names})::text, '[]')`;
 }
 
 /** What an insert or delete on each table moves; `row` is NEW for an insert, OLD for a delete. */
