@@ -132,8 +132,7 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
     } = await warmThenMeasure(server.base, scenario.next, settings, {
       pids: [server.pid],
       ...(scenario.id === 'login' && {
-        alongside: () =>
-          runLoad(server.base, () => TAGS_REQUEST, { seconds: settings.seconds, rate: ALONGSIDE_LOGIN_RATE }),
+        alongside: () => runLoad(server.base, () => TAGS_REQUEST, { seconds: settings.seconds, rate: ALONGSIDE_LOGIN_RATE }),
       }),
     }));
   }
