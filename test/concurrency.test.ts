@@ -247,6 +247,32 @@ describeEachDatabase('concurrency', (ctx) => {
       }
     });
   });
+  describe('deletes beside favorites', () => {
+    // On PostgreSQL an unfavorite that took its favorite row before the article's, or two deletes whose authors
+    // favorited each other's articles, locked rows in opposite orders: a deadlock, answered with a 500.
+    it("unfavorites racing deletes, and deletes of articles whose authors favorited each other's: never a 500, counts exact", async () => {
+      const [first, second] = await Promise.all(times(2, () => registerUser(app(), 'crossing')));
+      const fans = await Promise.all(times(6, () => registerUser(app(), 'leaving')));
+      for (let round = 0; round < 4; round++) {
+        const mine = await createArticle(app(), first!.token);
+        const theirs = await createArticle(app(), second!.token);
+        const favorite = (slug: string, token: string) => call(app(), 'POST', `/api/articles/${slug}/favorite`, { token });
+        await favorite(mine.slug, second!.token);
+        await favorite(theirs.slug, first!.token);
+        for (const fan of fans) await Promise.all([favorite(mine.slug, fan.token), favorite(theirs.slug, fan.token)]);
+        const writes = await Promise.all([
+          ...fans.flatMap((fan) =>
+            [mine, theirs].map((article) => call(app(), 'DELETE', `/api/articles/${article.slug}/favorite`, { token: fan.token })),
+          ),
+          call(app(), 'DELETE', `/api/articles/${mine.slug}`, { token: first!.token }),
+          call(app(), 'DELETE', `/api/articles/${theirs.slug}`, { token: second!.token }),
+        ]);
+        for (const response of writes) expect([200, 204, 404], JSON.stringify(response.body)).toContain(response.status);
+      }
+      expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
+    }, 90_000);
+  });
+
   describe('list totals', () => {
     it('creates, favorites, unfavorites and deletes at once: every counter equals its rows, every articlesCount its matches', async () => {
       const authors = await Promise.all(times(3, () => registerUser(app(), 'writer')));

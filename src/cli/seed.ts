@@ -311,6 +311,11 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
   const result = await db.transaction().execute(async (trx) => {
     // Row by row, the count triggers would move a few hot rows once per seeded row (on PostgreSQL each move
     // walks every earlier version of the row in this transaction); recounting once at the end is linear.
+    // The tables are locked at once, before any trigger goes: dropping them one by one could lock them in another
+    // order than a running server's write and deadlock with it.
+    if (dialectOf(db) === 'postgres') {
+      await sql`lock table articles, favorites, article_tags in access exclusive mode`.execute(trx);
+    }
     for (const statement of triggers.drop) await sql.raw(statement).execute(trx);
     // Numbering after the rows already there keeps names and slugs unique when seeding twice.
     const existing = await trx

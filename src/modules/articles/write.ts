@@ -30,8 +30,9 @@ export async function existingArticleRef(db: Executor, slug: string) {
  * Creates the tags in `names` that do not exist yet and returns the ids of all of them. On PostgreSQL it also
  * locks every tag row the write is going to count (these and `alsoLocked`) in id order, before the triggers on
  * article_tags move their counts in whatever order the links come: concurrent edits of overlapping tags would
- * otherwise deadlock. Lock order everywhere: the article, then its tags, then users and the article total (the
- * triggers'). SQLite runs one writing transaction at a time and needs none of it.
+ * otherwise deadlock. Lock order everywhere: the article, then its tags, then the users whose counts move (in id
+ * order where there are several) and the article total. SQLite runs one writing transaction at a time and needs
+ * none of it.
  */
 async function lockTags(trx: Executor, names: string[], alsoLocked: number[] = []): Promise<number[]> {
   let ids: number[] = [];
@@ -143,9 +144,11 @@ async function replaceTags(trx: Executor, article: ArticleRef, names: string[]):
 
 /**
  * Comments, favorites and tag links go by cascade, and the triggers on them move every count over them. On
- * PostgreSQL the article row and then its tags are locked first, in the order every other write takes them.
+ * PostgreSQL the article row, its tags, and the users whose counts the cascade moves (the author and everyone who
+ * favorited it, in id order) are locked first, in the order every other write takes them: two deletes whose
+ * authors favorited each other's articles would otherwise lock those two users in opposite orders.
  */
-export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id'>): Promise<void> {
+export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>): Promise<void> {
   return inTransaction(db, async (trx) => {
     if (dialectOf(trx) === 'postgres') {
       await trx.selectFrom('articles').select('id').where('id', '=', article.id).forUpdate().execute();
@@ -155,26 +158,40 @@ export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id'>): Pr
         [],
         links.map((link) => link.tag_id),
       );
+      await trx
+        .selectFrom('users')
+        .select('id')
+        .where((eb) =>
+          eb.or([
+            eb('id', '=', article.author_id),
+            eb('id', 'in', eb.selectFrom('favorites').select('user_id').where('article_id', '=', article.id)),
+          ]),
+        )
+        .orderBy('id')
+        .forNoKeyUpdate()
+        .execute();
     }
     await trx.deleteFrom('articles').where('id', '=', article.id).execute();
   });
 }
 
-/** Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes. */
-export async function setFavorite(
-  db: Executor,
-  userId: number,
-  article: Pick<ArticleRef, 'id' | 'created_at'>,
-  favorite: boolean,
-  now: number,
-) {
-  if (favorite) {
-    await db
-      .insertInto('favorites')
-      .values({ user_id: userId, article_id: article.id, article_created_at: article.created_at, created_at: now })
-      .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
-      .execute();
-  } else {
-    await db.deleteFrom('favorites').where('user_id', '=', userId).where('article_id', '=', article.id).execute();
-  }
+/**
+ * Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes.
+ * On PostgreSQL the article row is locked before the favorite row, the order a delete of the article takes them.
+ */
+export function setFavorite(db: Executor, userId: number, article: Pick<ArticleRef, 'id' | 'created_at'>, favorite: boolean, now: number) {
+  return inTransaction(db, async (trx) => {
+    if (dialectOf(trx) === 'postgres') {
+      await trx.selectFrom('articles').select('id').where('id', '=', article.id).forNoKeyUpdate().execute();
+    }
+    if (favorite) {
+      await trx
+        .insertInto('favorites')
+        .values({ user_id: userId, article_id: article.id, article_created_at: article.created_at, created_at: now })
+        .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
+        .execute();
+    } else {
+      await trx.deleteFrom('favorites').where('user_id', '=', userId).where('article_id', '=', article.id).execute();
+    }
+  });
 }
