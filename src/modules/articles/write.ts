@@ -177,21 +177,32 @@ export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'au
 
 /**
  * Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes.
- * On PostgreSQL the article row is locked before the favorite row, the order a delete of the article takes them.
+ * One statement that reads the article row, and on PostgreSQL locks it, before it touches the favorite row: the
+ * order a delete of the article takes them, so the two cannot deadlock. A favorite of an article deleted
+ * meanwhile writes nothing; the answer's read then finds no article.
  */
-export function setFavorite(db: Executor, userId: number, article: Pick<ArticleRef, 'id' | 'created_at'>, favorite: boolean, now: number) {
-  return inTransaction(db, async (trx) => {
-    if (dialectOf(trx) === 'postgres') {
-      await trx.selectFrom('articles').select('id').where('id', '=', article.id).forNoKeyUpdate().execute();
-    }
-    if (favorite) {
-      await trx
-        .insertInto('favorites')
-        .values({ user_id: userId, article_id: article.id, article_created_at: article.created_at, created_at: now })
-        .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
-        .execute();
-    } else {
-      await trx.deleteFrom('favorites').where('user_id', '=', userId).where('article_id', '=', article.id).execute();
-    }
-  });
+export async function setFavorite(db: Executor, userId: number, article: Pick<ArticleRef, 'id'>, favorite: boolean, now: number) {
+  const locksRows = dialectOf(db) === 'postgres';
+  const theArticle = db
+    .selectFrom('articles')
+    .where('articles.id', '=', article.id)
+    .$if(locksRows, (query) => query.forNoKeyUpdate());
+  if (favorite) {
+    await db
+      .insertInto('favorites')
+      .columns(['user_id', 'article_id', 'article_created_at', 'created_at'])
+      .expression(
+        // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
+        theArticle.select((eb) => [
+          eb.cast<number>(eb.val(userId), 'integer').as('user_id'),
+          'articles.id',
+          'articles.created_at',
+          eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
+        ]),
+      )
+      .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
+      .execute();
+  } else {
+    await db.deleteFrom('favorites').where('user_id', '=', userId).where('article_id', '=', theArticle.select('articles.id')).execute();
+  }
 }
