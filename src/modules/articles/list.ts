@@ -25,6 +25,12 @@ const userIdByName = (db: Executor, username: string) =>
 
 const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select('tags.id').where('tags.name', '=', name);
 
+const articleIdsTagged = (db: Executor, tag: string) =>
+  db.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, tag));
+
+const articleIdsFavoritedBy = (db: Executor, username: string) =>
+  db.selectFrom('favorites').select('favorites.article_id').where('favorites.user_id', '=', userIdByName(db, username));
+
 /** Far below any epoch-millisecond timestamp: "no lower bound" in a comparison both databases accept. */
 const NO_LOWER_BOUND = Number.MIN_SAFE_INTEGER;
 
@@ -40,14 +46,7 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page) {
       ? db
           .selectFrom('favorites as link')
           .where('link.user_id', '=', userIdByName(db, filters.favorited))
-          .$if(Boolean(filters.tag), (query) =>
-            query.where('link.article_id', 'in', (eb) =>
-              eb
-                .selectFrom('article_tags')
-                .select('article_tags.article_id')
-                .where('article_tags.tag_id', '=', tagIdByName(db, filters.tag!)),
-            ),
-          )
+          .$if(Boolean(filters.tag), (query) => query.where('link.article_id', 'in', articleIdsTagged(db, filters.tag!)))
       : db.selectFrom('article_tags as link').where('link.tag_id', '=', tagIdByName(db, filters.tag!));
     const narrowed =
       filters.author || filters.followedBy !== undefined
@@ -138,20 +137,8 @@ function filteredArticles(db: Executor, filters: ArticleFilters) {
   if (filters.author) {
     query = query.where('articles.author_id', '=', userIdByName(db, filters.author));
   }
-  if (filters.tag) {
-    const tagged = db
-      .selectFrom('article_tags')
-      .select('article_tags.article_id')
-      .where('article_tags.tag_id', '=', tagIdByName(db, filters.tag));
-    query = query.where('articles.id', 'in', tagged);
-  }
-  if (filters.favorited) {
-    const favorites = db
-      .selectFrom('favorites')
-      .select('favorites.article_id')
-      .where('favorites.user_id', '=', userIdByName(db, filters.favorited));
-    query = query.where('articles.id', 'in', favorites);
-  }
+  if (filters.tag) query = query.where('articles.id', 'in', articleIdsTagged(db, filters.tag));
+  if (filters.favorited) query = query.where('articles.id', 'in', articleIdsFavoritedBy(db, filters.favorited));
   if (filters.followedBy !== undefined) {
     const followed = db.selectFrom('follows').select('follows.followed_id').where('follows.follower_id', '=', filters.followedBy);
     query = query.where('articles.author_id', 'in', followed);
