@@ -1,9 +1,8 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Executor } from '../src/db/index.js';
+import { DATABASES, scratchHandle } from './support/app.js';
 import { holdWriteTransaction } from './support/held-transaction.js';
 
 /** `work`'s result, or a failure if it has not answered within a second: a read that waits for a writer never would. */
@@ -20,54 +19,45 @@ function atOnce<T>(work: Promise<T>): Promise<T> {
  * WAL mode. If routing or a better-sqlite3 upgrade breaks that, reads wait behind write transactions again.
  */
 describe('the SQLite driver', () => {
-  let scratch: ScratchDatabase;
-  let handle: DatabaseHandle;
+  const handle = scratchHandle('sqlite');
 
   beforeAll(async () => {
-    scratch = await createScratchDatabase('sqlite');
-    handle = openDatabase(testConfig(scratch.url).database);
-    await migrateToLatest(handle);
-    await handle.db.insertInto('tags').values({ name: 'committed' }).execute();
-  });
-
-  afterAll(async () => {
-    await handle?.destroy();
-    await scratch?.drop();
+    await handle().db.insertInto('tags').values({ name: 'committed' }).execute();
   });
 
   it("answers a read during an open write transaction at once, with committed rows only, not the transaction's", async () => {
-    const transaction = await holdWriteTransaction(handle, 'uncommitted');
+    const transaction = await holdWriteTransaction(handle(), 'uncommitted');
     try {
-      const rows = await atOnce(handle.db.selectFrom('tags').select('name').orderBy('name').execute());
+      const rows = await atOnce(handle().db.selectFrom('tags').select('name').orderBy('name').execute());
       expect(rows).toEqual([{ name: 'committed' }]);
     } finally {
       await transaction.commit();
     }
     // Committed, the rows are there for the very next read.
-    expect(await handle.db.selectFrom('tags').select('name').orderBy('name').execute()).toEqual([
+    expect(await handle().db.selectFrom('tags').select('name').orderBy('name').execute()).toEqual([
       { name: 'committed' },
       { name: 'uncommitted' },
     ]);
-    await handle.db.deleteFrom('tags').where('name', '=', 'uncommitted').execute();
+    await handle().db.deleteFrom('tags').where('name', '=', 'uncommitted').execute();
   });
 
   it('refuses a write on the reader', async () => {
     // A SELECT node goes to the reader whatever its text: here the text writes, as a misrouted write would.
-    const select = handle.db.selectFrom('tags').select('name').compile();
+    const select = handle().db.selectFrom('tags').select('name').compile();
     const write = { ...select, sql: "insert into tags (name) values ('sneaked') returning name", parameters: [] };
-    await expect(handle.db.executeQuery(write)).rejects.toThrow(/readonly/);
-    expect(await handle.db.selectFrom('tags').select('name').execute()).toEqual([{ name: 'committed' }]);
+    await expect(handle().db.executeQuery(write)).rejects.toThrow(/readonly/);
+    expect(await handle().db.selectFrom('tags').select('name').execute()).toEqual([{ name: 'committed' }]);
   });
 
   it('prepares repeated SQL once per connection', async () => {
     const prepare = vi.spyOn(BetterSqlite3.prototype, 'prepare');
     try {
-      const read = (db: typeof handle.db) => db.selectFrom('tags').select('id').where('name', '=', 'prepared once').execute();
+      const read = (db: Executor) => db.selectFrom('tags').select('id').where('name', '=', 'prepared once').execute();
       for (let run = 0; run < 3; run++) {
-        await read(handle.db);
-        await handle.db.transaction().execute(read);
+        await read(handle().db);
+        await handle().db.transaction().execute(read);
       }
-      const readSql = handle.db.selectFrom('tags').select('id').where('name', '=', 'prepared once').compile().sql;
+      const readSql = handle().db.selectFrom('tags').select('id').where('name', '=', 'prepared once').compile().sql;
       const preparedOn = prepare.mock.calls.flatMap(([source], call) => (source === readSql ? [prepare.mock.contexts[call]] : []));
       // Once on the reader (outside the transaction) and once on the writer (inside it).
       expect(preparedOn).toHaveLength(2);
@@ -81,22 +71,11 @@ describe('the SQLite driver', () => {
 for (const kind of DATABASES.filter((database) => database === 'postgres')) {
   /** pg returns BIGINT as a string unless told otherwise (src/db/drivers/postgres.ts); counts and timestamps are BIGINT. */
   describe(`the PostgreSQL driver [${kind}]`, () => {
-    let scratch: ScratchDatabase;
-    let handle: DatabaseHandle;
-
-    beforeAll(async () => {
-      scratch = await createScratchDatabase(kind);
-      handle = openDatabase(testConfig(scratch.url).database);
-    });
-
-    afterAll(async () => {
-      await handle?.destroy();
-      await scratch?.drop();
-    });
+    const handle = scratchHandle(kind, { migrate: false });
 
     it('returns BIGINT as a number', async () => {
       const { rows } = await sql<{ largest: unknown; counted: unknown }>`
-        select ${Number.MAX_SAFE_INTEGER}::bigint as largest, count(*) as counted from generate_series(1, 3)`.execute(handle.db);
+        select ${Number.MAX_SAFE_INTEGER}::bigint as largest, count(*) as counted from generate_series(1, 3)`.execute(handle().db);
       expect(rows).toEqual([{ largest: Number.MAX_SAFE_INTEGER, counted: 3 }]);
     });
   });

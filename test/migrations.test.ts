@@ -1,26 +1,15 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
+import { describe, expect, it } from 'vitest';
 import { createMigrator, unwrap } from '../src/db/migrate.js';
-import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
+import { DATABASES, scratchHandle } from './support/app.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 
 for (const kind of DATABASES) {
   describe(`migrations 0003 and 0005 (counts) on existing data [${kind}]`, () => {
-    let scratch: ScratchDatabase;
-    let handle: DatabaseHandle;
-
-    beforeAll(async () => {
-      scratch = await createScratchDatabase(kind);
-      handle = openDatabase(testConfig(scratch.url).database);
-    });
-
-    afterAll(async () => {
-      await handle.destroy();
-      await scratch.drop();
-    });
+    const database = scratchHandle(kind, { migrate: false });
 
     it('fills every counter and copied creation time from the rows already there', async () => {
+      const handle = database();
       unwrap(await createMigrator(handle).migrateTo('0002_idempotency_keys'));
       // Written as the schema before 0003 had it, so through raw SQL rather than the current typed schema.
       await sql`insert into users (id, username, username_key, email, email_key, password_hash, created_at, updated_at) values

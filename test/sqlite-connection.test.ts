@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { createScratchDatabase, type ScratchDatabase, testConfig } from './support/app.js';
+import { describe, expect, it } from 'vitest';
+import { scratchHandle } from './support/app.js';
 import { holdWriteTransaction } from './support/held-transaction.js';
 
 const QUEUED = 20;
@@ -14,21 +12,10 @@ const QUEUED = 20;
  * server's queue reports none waiting.
  */
 describe('the SQLite connection queue', () => {
-  let scratch: ScratchDatabase;
-  let handle: DatabaseHandle;
-
-  beforeAll(async () => {
-    scratch = await createScratchDatabase('sqlite');
-    handle = openDatabase(testConfig(scratch.url).database);
-    await migrateToLatest(handle);
-  });
-
-  afterAll(async () => {
-    await handle?.destroy();
-    await scratch?.drop();
-  });
+  const database = scratchHandle('sqlite');
 
   it("queues every write behind an open transaction in the server's own queue, and runs them in arrival order", async () => {
+    const handle = database();
     const transaction = await holdWriteTransaction(handle, 'held');
     expect(handle.poolStats()).toEqual({ total: 1, idle: 0, waiting: 0 });
 

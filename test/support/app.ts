@@ -7,6 +7,8 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
+import { type DatabaseHandle, openDatabase } from '../../src/db/index.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 
@@ -61,6 +63,25 @@ export function testConfig(databaseUrl: string, overrides: Record<string, string
     AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
     ...overrides,
   });
+}
+
+/**
+ * A handle on a scratch database of `kind` for the enclosing describe: opened (and migrated, unless `migrate` is
+ * false) before its tests, closed and dropped after them. Call it at the top of the describe, before its own hooks.
+ */
+export function scratchHandle(kind: DatabaseKind, { migrate = true } = {}): () => DatabaseHandle {
+  let scratch: ScratchDatabase | undefined;
+  let handle: DatabaseHandle | undefined;
+  beforeAll(async () => {
+    scratch = await createScratchDatabase(kind);
+    handle = openDatabase(testConfig(scratch.url).database);
+    if (migrate) await migrateToLatest(handle);
+  });
+  afterAll(async () => {
+    await handle?.destroy();
+    await scratch?.drop();
+  });
+  return () => handle!;
 }
 
 export type Defer = (cleanup: () => Promise<unknown>) => void;
