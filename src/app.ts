@@ -32,6 +32,10 @@ declare module 'fastify' {
     db: Executor;
     tokens: TokenService;
   }
+  interface FastifyRequest {
+    /** The database as this request should use it: see `installRequestDatabase`. */
+    db: Executor;
+  }
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -45,6 +49,21 @@ export interface BuildOptions {
   logStream?: LogDestination;
   /** False when whoever starts the app has migrated already: the cluster primary, once for all its workers. */
   migrate?: boolean;
+}
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A request that may write runs all its statements, the reads before its transaction included, on the connections
+ * kept for writes (on PostgreSQL; one handle on SQLite), so that it does not wait behind the reads queued for a
+ * connection each time it needs one.
+ */
+function installRequestDatabase(app: FastifyInstance, database: DatabaseHandle): void {
+  app.decorateRequest('db', {
+    getter(this: { method: string }) {
+      return READ_METHODS.has(this.method) ? database.db : database.writer;
+    },
+  });
 }
 
 /** Builds the whole API as one Fastify instance; `server.ts` only starts it, tests inject into it. */
@@ -71,6 +90,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.decorate('config', config);
   app.decorate('db', database.db);
+  installRequestDatabase(app, database);
   app.decorate('tokens', createTokenService(config.jwtSecret, config.jwtTtlSeconds));
 
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.

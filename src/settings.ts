@@ -89,7 +89,7 @@ export const SETTINGS = Type.Object(
         'sync (faster writes): the database never corrupts and survives a crash of the server process, but a power loss ' +
         'or OS crash can undo the last commits the server had already answered as done',
     }),
-    DATABASE_POOL_SIZE: positive(10, 'PostgreSQL connections per process'),
+    DATABASE_POOL_SIZE: positive(10, 'PostgreSQL connections per process; a quarter of them (at least one) kept for requests that write'),
     DATABASE_CONNECT_TIMEOUT: duration('5s', 'how long a request waits for a PostgreSQL connection before it is answered 503'),
     JWT_SECRET: Type.Optional(
       Type.String({

@@ -21,6 +21,11 @@ export interface PoolStats {
 
 export interface DatabaseHandle {
   db: Executor;
+  /**
+   * For requests that write: on PostgreSQL a pool of its own, so that writes never queue behind reads for a
+   * connection; on SQLite the same as `db`, whose driver already runs reads beside the writer.
+   */
+  writer: Executor;
   dialect: Dialect;
   /** Answers whether the database can run a query right now. */
   ping(): Promise<void>;

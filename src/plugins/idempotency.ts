@@ -83,11 +83,11 @@ export function installIdempotency(app: FastifyInstance): void {
     const entry: KeyClaim = { scope: scopeOf(request), key, requestHash: requestHash(request), claim: randomUUID() };
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const now = Date.now();
-      if (await claimKey(app.db, entry, now, { expired: now - KEY_LIFETIME_MS, abandoned: now - ABANDONED_AFTER_MS })) {
+      if (await claimKey(request.db, entry, now, { expired: now - KEY_LIFETIME_MS, abandoned: now - ABANDONED_AFTER_MS })) {
         request.idempotencyClaim = entry;
         return;
       }
-      const held = await findKey(app.db, entry.scope, key);
+      const held = await findKey(request.db, entry.scope, key);
       if (held === undefined) continue;
       if (held.request_hash !== entry.requestHash) throw unprocessable(FIELD, 'was already used with a different request');
       if (held.status === null || held.response === null) throw inProgress();
@@ -105,8 +105,8 @@ export function installIdempotency(app: FastifyInstance): void {
     if (entry === null) return payload;
     try {
       if (reply.statusCode >= 500) {
-        await releaseKey(app.db, entry);
-      } else if (!(await completeKey(app.db, entry, reply.statusCode, String(payload ?? '')))) {
+        await releaseKey(request.db, entry);
+      } else if (!(await completeKey(request.db, entry, reply.statusCode, String(payload ?? '')))) {
         request.log.warn('idempotency key taken over while its request ran; its response is not recorded');
       }
     } catch (error) {

@@ -194,6 +194,7 @@ export function openSqlite({ file, synchronous }: Extract<DatabaseConfig, { kind
   const db = new Kysely<Database>({ dialect });
   return {
     db,
+    writer: db,
     async ping() {
       reader.prepare('select 1').get();
     },

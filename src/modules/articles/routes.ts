@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
+import type { Executor } from '../../db/index.js';
 import { forbidden, notFound } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn, viewerId } from '../users/auth.js';
@@ -10,15 +11,15 @@ import { createArticle, deleteArticle, existingArticleRef, setFavorite, updateAr
 
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
-  const articleView = async (where: { slug: string } | { id: number }, viewer: number | null) => {
-    const answer = await getArticleAnswer(app.db, where, viewer);
+  const articleView = async (db: Executor, where: { slug: string } | { id: number }, viewer: number | null) => {
+    const answer = await getArticleAnswer(db, where, viewer);
     if (answer === undefined) throw notFound('article');
     return answer;
   };
 
   /** Existence (404) before ownership (403), as the contract orders them. */
-  const ownArticle = async (slug: string, userId: number) => {
-    const article = await existingArticleRef(app.db, slug);
+  const ownArticle = async (db: Executor, slug: string, userId: number) => {
+    const article = await existingArticleRef(db, slug);
     if (article.author_id !== userId) throw forbidden('article');
     return article;
   };
@@ -37,7 +38,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { tag, author, favorited, limit, offset } = request.query;
-      return listArticles(app.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
+      return listArticles(request.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
     },
   );
 
@@ -55,7 +56,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const me = signedIn(request).account.id;
-      return listArticles(app.db, { followedBy: me }, request.query, me);
+      return listArticles(request.db, { followedBy: me }, request.query, me);
     },
   );
 
@@ -73,8 +74,8 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      const id = await createArticle(app.db, me, request.body.article, Date.now());
-      return reply.code(201).send(await articleView({ id }, me));
+      const id = await createArticle(request.db, me, request.body.article, Date.now());
+      return reply.code(201).send(await articleView(request.db, { id }, me));
     },
   );
 
@@ -90,7 +91,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => articleView({ slug: request.params.slug }, viewerId(request)),
+    async (request) => articleView(request.db, { slug: request.params.slug }, viewerId(request)),
   );
 
   app.put(
@@ -108,9 +109,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const me = signedIn(request).account.id;
-      const article = await ownArticle(request.params.slug, me);
-      if (!(await updateArticle(app.db, article, request.body.article, Date.now()))) throw notFound('article');
-      return articleView({ id: article.id }, me);
+      const article = await ownArticle(request.db, request.params.slug, me);
+      if (!(await updateArticle(request.db, article, request.body.article, Date.now()))) throw notFound('article');
+      return articleView(request.db, { id: article.id }, me);
     },
   );
 
@@ -127,8 +128,8 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const article = await ownArticle(request.params.slug, signedIn(request).account.id);
-      await deleteArticle(app.db, article);
+      const article = await ownArticle(request.db, request.params.slug, signedIn(request).account.id);
+      await deleteArticle(request.db, article);
       return reply.code(204).send(null);
     },
   );
@@ -150,14 +151,14 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       handler: async (request) => {
         const me = signedIn(request).account.id;
-        const article = await existingArticleRef(app.db, request.params.slug);
+        const article = await existingArticleRef(request.db, request.params.slug);
         try {
-          await setFavorite(app.db, me, article, favorite, Date.now());
+          await setFavorite(request.db, me, article, favorite, Date.now());
         } catch (error) {
           if (isForeignKeyViolation(error)) throw notFound('article');
           throw error;
         }
-        return articleView({ id: article.id }, me);
+        return articleView(request.db, { id: article.id }, me);
       },
     });
   }

@@ -23,7 +23,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const answer = await getCommentsAnswer(app.db, request.params.slug, viewerId(request));
+      const answer = await getCommentsAnswer(request.db, request.params.slug, viewerId(request));
       if (answer === undefined) throw notFound('article');
       return answer;
     },
@@ -44,10 +44,14 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { account } = signedIn(request);
-      const article = await existingArticleRef(app.db, request.params.slug);
+      const article = await existingArticleRef(request.db, request.params.slug);
       let comment: Awaited<ReturnType<typeof insertComment>>;
       try {
-        comment = await insertComment(app.db, { articleId: article.id, authorId: account.id, body: request.body.comment.body }, Date.now());
+        comment = await insertComment(
+          request.db,
+          { articleId: article.id, authorId: account.id, body: request.body.comment.body },
+          Date.now(),
+        );
       } catch (error) {
         if (isForeignKeyViolation(error)) throw notFound('article');
         throw error;
@@ -71,11 +75,11 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      const article = await existingArticleRef(app.db, request.params.slug);
-      const comment = await findComment(app.db, article.id, request.params.id);
+      const article = await existingArticleRef(request.db, request.params.slug);
+      const comment = await findComment(request.db, article.id, request.params.id);
       if (comment === undefined) throw notFound('comment');
       if (comment.author_id !== me && article.author_id !== me) throw forbidden('comment');
-      await deleteComment(app.db, comment.id);
+      await deleteComment(request.db, comment.id);
       return reply.code(204).send(null);
     },
   );

@@ -20,7 +20,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const profile = await findProfile(app.db, request.params.username, viewerId(request));
+      const profile = await findProfile(request.db, request.params.username, viewerId(request));
       if (profile === undefined) throw notFound('profile');
       return { profile: toProfile(profile) };
     },
@@ -39,11 +39,11 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     { config: { auth: 'required' }, schema: followSchema('FollowUserByUsername', 'Follow a user') },
     async (request) => {
       const me = signedIn(request).account;
-      const profile = await findProfile(app.db, request.params.username, me.id);
+      const profile = await findProfile(request.db, request.params.username, me.id);
       if (profile === undefined) throw notFound('profile');
       if (profile.id === me.id) throw unprocessable('profile', 'cannot follow yourself');
       try {
-        await follow(app.db, me.id, profile.id, Date.now());
+        await follow(request.db, me.id, profile.id, Date.now());
       } catch (error) {
         // The user was deleted between the lookup and the insert.
         if (isForeignKeyViolation(error)) throw notFound('profile');
@@ -58,9 +58,9 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     { config: { auth: 'required' }, schema: followSchema('UnfollowUserByUsername', 'Unfollow a user') },
     async (request) => {
       const me = signedIn(request).account;
-      const profile = await findProfile(app.db, request.params.username, me.id);
+      const profile = await findProfile(request.db, request.params.username, me.id);
       if (profile === undefined) throw notFound('profile');
-      await unfollow(app.db, me.id, profile.id);
+      await unfollow(request.db, me.id, profile.id);
       return { profile: toProfile({ ...profile, following: false }) };
     },
   );

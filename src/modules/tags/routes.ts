@@ -15,6 +15,6 @@ export const tagsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ tags: Type.Array(Type.String()) }) },
       },
     },
-    () => getTagsAnswer(app.db),
+    (request) => getTagsAnswer(request.db),
   );
 };

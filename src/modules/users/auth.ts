@@ -40,7 +40,7 @@ export function installAuth(app: FastifyInstance): void {
     if (token === undefined) throw unauthorized('is invalid');
     const claims = await app.tokens.verify(token);
     // Deleted users and revoked sessions fail here: the account is read afresh on every request.
-    const account = await findSignedInAccount(app.db, claims.userId);
+    const account = await findSignedInAccount(request.db, claims.userId);
     const current = account && (account.token_version === claims.version || account.kept_session === claims.sessionId);
     if (!current) throw unauthorized('is invalid');
     request.currentUser = { account, token, sessionId: claims.sessionId };

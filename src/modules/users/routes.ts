@@ -29,7 +29,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { username, email, password } = request.body.user;
       // A taken username or email is settled by the unique keys, not by reading first.
-      const account = await insertAccount(app.db, { username, email, passwordHash: await hashPassword(password) }, Date.now());
+      const account = await insertAccount(request.db, { username, email, passwordHash: await hashPassword(password) }, Date.now());
       return reply.code(201).send(toUser(account, await app.tokens.issue(account)));
     },
   );
@@ -48,7 +48,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { email, password } = request.body.user;
-      const login = await findLoginByEmail(app.db, email);
+      const login = await findLoginByEmail(request.db, email);
       // Unknown email and wrong password do the same work, count the same and give the same answer.
       if (!(await verifyPassword(login?.password_hash, password)) || login === undefined) {
         await app.authLimits.failedLogin(request);
@@ -94,7 +94,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (password !== undefined) {
         changes.password = { hash: await hashPassword(password), keptSession: sessionId };
       }
-      const updated = await updateAccount(app.db, account.id, changes, Date.now());
+      const updated = await updateAccount(request.db, account.id, changes, Date.now());
       // After a password change every token is re-issued under the new version; the old one is kept only for
       // the session that made the change, so the client may keep using it while it switches over.
       return toUser(updated, password === undefined ? token : await app.tokens.issue(updated));
