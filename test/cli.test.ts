@@ -63,6 +63,16 @@ async function census({ db }: DatabaseHandle) {
   };
 }
 
+/** Every migration, oldest first, as `conduit migrate` names them. */
+const MIGRATIONS = [
+  '0001_initial',
+  '0002_idempotency_keys',
+  '0003_list_counters',
+  '0004_account_version',
+  '0005_counts_by_triggers',
+  '0006_tag_list_order',
+];
+
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];
 
 for (const kind of DATABASES) {
@@ -75,36 +85,23 @@ for (const kind of DATABASES) {
       await scratch?.drop();
     });
 
-    // Eleven runs of the real command, each a new Node process: on a busy 2-core machine, over the default 30 s.
+    // A run of the real command per step, each a new Node process: on a busy 2-core machine, over the default 30 s.
     it('migrate status, up and down move the schema one step at a time', { timeout: 120_000 }, async () => {
       const env = childEnv(scratch.url);
+      const lines = (entries: string[]) => new RegExp(`^${entries.join('\\n')}\\n$`);
+      const pending = (names: string[]) => names.map((name) => `pending {2}${name}`);
+      const applied = (names: string[]) => names.map((name) => `applied {2}${name} {2}\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z`);
+      const last = MIGRATIONS.at(-1)!;
+      const allButLast = MIGRATIONS.slice(0, -1);
       const steps: [string[], RegExp][] = [
-        [
-          ['status'],
-          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\npending {2}0005_counts_by_triggers\n$/,
-        ],
-        [
-          ['up'],
-          /^applied 0001_initial\napplied 0002_idempotency_keys\napplied 0003_list_counters\napplied 0004_account_version\napplied 0005_counts_by_triggers\n$/,
-        ],
-        [
-          ['status'],
-          /^applied {2}0001_initial {2}\d{4}-\d\d-\d\dT[\d:.]+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\napplied {2}0004_account_version {2}\S+Z\napplied {2}0005_counts_by_triggers {2}\S+Z\n$/,
-        ],
+        [['status'], lines(pending(MIGRATIONS))],
+        [['up'], lines(MIGRATIONS.map((name) => `applied ${name}`))],
+        [['status'], lines(applied(MIGRATIONS))],
         [['up'], /^nothing to apply: the database is up to date\n$/],
-        [['down'], /^reverted 0005_counts_by_triggers\n$/],
-        [
-          ['status'],
-          /^applied {2}0001_initial {2}\S+Z\napplied {2}0002_idempotency_keys {2}\S+Z\napplied {2}0003_list_counters {2}\S+Z\napplied {2}0004_account_version {2}\S+Z\npending {2}0005_counts_by_triggers\n$/,
-        ],
-        [['down'], /^reverted 0004_account_version\n$/],
-        [['down'], /^reverted 0003_list_counters\n$/],
-        [['down'], /^reverted 0002_idempotency_keys\n$/],
-        [['down'], /^reverted 0001_initial\n$/],
-        [
-          ['status'],
-          /^pending {2}0001_initial\npending {2}0002_idempotency_keys\npending {2}0003_list_counters\npending {2}0004_account_version\npending {2}0005_counts_by_triggers\n$/,
-        ],
+        [['down'], lines([`reverted ${last}`])],
+        [['status'], lines([...applied(allButLast), ...pending([last])])],
+        ...[...allButLast].reverse().map((name): [string[], RegExp] => [['down'], lines([`reverted ${name}`])]),
+        [['status'], lines(pending(MIGRATIONS))],
         [['down'], /^nothing to revert: no migration is applied\n$/],
       ];
       for (const [args, expected] of steps) {

@@ -37,7 +37,7 @@ for (const kind of DATABASES) {
       ]);
 
       // 0005 takes the counts over with triggers and totals the articles already there.
-      unwrap(await createMigrator(handle).migrateToLatest());
+      unwrap(await createMigrator(handle).migrateTo('0005_counts_by_triggers'));
       expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
       unwrap(await createMigrator(handle).migrateDown());
       expect((await sql<{ value: unknown }>`select value from counters where name = 'articles'`.execute(handle.db)).rows).toEqual([

@@ -53,6 +53,17 @@ describeEachDatabase('tags', (ctx) => {
     expect(await tagsWith(p)).toEqual([`${p}-alpha`, `${p}-mid`, `${p}-zeta`]);
   });
 
+  it("orders equally used tags, and an article's tags, by code point on both databases, and sends names with quotes and backslashes intact", async () => {
+    const author = await registerUser(app());
+    const p = unique('c');
+    // UTF-16 order would put the emoji (a surrogate pair, 0xD83D...) before the fullwidth letter (0xFF5A).
+    const names = [`${p}-😀`, `${p}-ｚ`, `${p}-中`, `${p}-é`, `${p}-a`, `${p}-Z`, `${p}-say "hi" \\ bye`];
+    const inCodePointOrder = [`${p}-Z`, `${p}-a`, `${p}-say "hi" \\ bye`, `${p}-é`, `${p}-中`, `${p}-ｚ`, `${p}-😀`];
+    const article = await createArticle(app(), author.token, { tagList: names });
+    expect(article.tagList).toEqual(inCodePointOrder);
+    expect(await tagsWith(p)).toEqual(inCodePointOrder);
+  });
+
   it('counts a tag once per article even when it is repeated or padded with spaces', async () => {
     const author = await registerUser(app());
     const p = unique('d');

@@ -5,6 +5,7 @@ import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
 import { listCounters } from './migrations/0003_list_counters.js';
 import { accountVersion } from './migrations/0004_account_version.js';
 import { countsByTriggers } from './migrations/0005_counts_by_triggers.js';
+import { tagListOrder } from './migrations/0006_tag_list_order.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /** Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. */
@@ -15,6 +16,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
     '0003_list_counters': listCounters,
     '0004_account_version': accountVersion(dialect),
     '0005_counts_by_triggers': countsByTriggers(dialect),
+    '0006_tag_list_order': tagListOrder(dialect),
   };
   return new Migrator({
     db,
