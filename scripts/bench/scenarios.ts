@@ -22,6 +22,7 @@ export const SCENARIO_IDS = [
   'list-auth-many',
   'feed-many',
   'article-many',
+  'list-urls',
   'login',
   // Writes last: articles they add would otherwise change what the read scenarios after them see.
   'mixed',
@@ -44,6 +45,10 @@ type TwoInstanceId = keyof typeof TWO_INSTANCE_SCENARIOS;
 
 export const isTwoInstance = (id: ScenarioId): id is TwoInstanceId => id in TWO_INSTANCE_SCENARIOS;
 
+/** Authors and offsets of the list-urls scenario: 2,000 URLs, each asked again only after all the others. */
+const LIST_URL_AUTHORS = 20;
+const LIST_URL_OFFSETS = 100;
+
 export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   list: 'GET /api/articles, anonymous',
   'list-auth': 'GET /api/articles, signed in (favorited, following per item)',
@@ -59,6 +64,7 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   'list-auth-many': 'GET /api/articles as list-many, signed in as 200 viewers',
   'feed-many': 'GET /api/articles/feed, pages 1-10, 200 viewers',
   'article-many': 'GET /api/articles/:slug, 200 viewers',
+  'list-urls': `GET /api/articles?author=&limit=100&offset=: ${LIST_URL_AUTHORS * LIST_URL_OFFSETS} distinct URLs, names in mixed case (memory)`,
   login: 'POST /api/users/login',
   mixed: 'reads as a site gets them (lists, articles, feeds, tags; 200 viewers), alone and beside 20 and 100 writes/s',
   'create-article': 'POST /api/articles by the 200 viewers in turn, 1-3 seeded tags, unique titles',
@@ -387,6 +393,17 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
       return drawn(id, (random) => get(feedPath(random), random.pick(viewers)));
     case 'article-many':
       return drawn(id, (random) => get(articlePath(random.pick(targets.slugs)), random.pick(viewers)));
+    case 'list-urls': {
+      // A name is looked up case-insensitively: every spelling is the same author, and a distinct URL.
+      const random = new Random(SEED, 3);
+      const spelled = (name: string) => [...name].map((c) => (random.chance(0.5) ? c.toUpperCase() : c.toLowerCase())).join('');
+      return rotation(
+        id,
+        pickEvenly(targets.authors, LIST_URL_AUTHORS).flatMap((author) =>
+          Array.from({ length: LIST_URL_OFFSETS }, (_, offset) => get(`${query('author', spelled(author))}&limit=100&offset=${offset}`)),
+        ),
+      );
+    }
     case 'mixed':
       return { ...drawn(id, (random) => mixedRead(random, targets, viewers)), writes: mixedWrites(targets, viewers) };
     case 'login':
