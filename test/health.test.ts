@@ -99,8 +99,9 @@ describe.skipIf(!DATABASES.includes('postgres'))('readiness while PostgreSQL ref
 describe('readiness against a PostgreSQL address that does not answer', () => {
   /** A bare app with just the probes: the full app would not start, since it migrates first. */
   async function probesFor(url: string) {
-    // A connect timeout longer than the probe's, so that the probe's own timeout is what answers.
-    const database = openDatabase({ kind: 'postgres', url, poolSize: 2, connectTimeoutMs: READINESS_TIMEOUT_MS * 2 });
+    // A connect timeout longer than the probe's, so that the probe's own timeout is what answers. Three connections
+    // for reads (of 4), so that a probe after a hung one can open another rather than wait for the hung one's slot.
+    const database = openDatabase({ kind: 'postgres', url, poolSize: 4, connectTimeoutMs: READINESS_TIMEOUT_MS * 2 });
     const app = Fastify();
     installHealthRoutes(app, database);
     return {
