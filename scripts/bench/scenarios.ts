@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DatabaseConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/index.js';
+import { getTagsAnswerJson } from '../../src/modules/tags/queries.js';
 import { type RequestSource, type RequestSpec, send } from './load.js';
 import { Random } from './random.js';
 import { BENCH_PASSWORD } from './seed-data.js';
@@ -151,13 +152,8 @@ const headAndTail = <T>(ranked: readonly T[], count: number) => [...ranked.slice
 export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
   const { db, destroy } = openDatabase(database);
   try {
-    const tags = await db
-      .selectFrom('tags')
-      .select('name')
-      .where('article_count', '>', 0)
-      .orderBy('article_count', 'desc')
-      .orderBy('name')
-      .execute();
+    // The tag list as GET /api/tags gives it: most used first.
+    const { tags } = JSON.parse(await getTagsAnswerJson(db)) as { tags: string[] };
     const authors = await db
       .selectFrom('users')
       .select('username')
@@ -187,11 +183,8 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
     const spread = await spreadOver(ARTICLES - HOT_ARTICLES);
     const favorited = await spreadOver(FAVORITE_ARTICLES);
     return {
-      tags: headAndTail(
-        tags.map((row) => row.name),
-        SPREAD_TAGS,
-      ),
-      everyTag: tags.map((row) => row.name),
+      tags: headAndTail(tags, SPREAD_TAGS),
+      everyTag: tags,
       authors: headAndTail(
         authors.map((row) => row.username),
         SPREAD_AUTHORS,
