@@ -72,7 +72,9 @@ for (const kind of DATABASES) {
       scratch = await createScratchDatabase(kind);
       const config = testConfig(scratch.url);
       handle = openDatabase(config.database);
-      app = await buildApp(config, { database: { ...handle, db: handle.db.withPlugin(counter) } });
+      // Both pools counted: on PostgreSQL a write request's queries run on the writer's.
+      const database = { ...handle, db: handle.db.withPlugin(counter), writer: handle.writer.withPlugin(counter) };
+      app = await buildApp(config, { database });
 
       const users = await Promise.all(['viewer', 'a', 'b', 'c'].map((prefix) => registerUser(app, prefix)));
       viewer = users[0]!;
@@ -131,20 +133,32 @@ for (const kind of DATABASES) {
       }
     });
 
-    if (kind === 'sqlite') {
-      // SQLite has no LATERAL: the feed relies on its planner walking each followed author's index range.
-      it('plans a feed page as one range of the author index per followed author, never a scan of all articles', async () => {
-        await queriesOf('/api/articles/feed?limit=20&offset=20', viewer.token);
-        const { node, queryId } = counter.last!;
-        const feed = handle.db.getExecutor().compileQuery(node, queryId);
-        const { rows } = await handle.db.executeQuery<{ detail: string }>(
-          CompiledQuery.raw(`explain query plan ${feed.sql}`, [...feed.parameters]),
-        );
-        const plan = rows.map((row) => row.detail);
+    /** The plan of the query the feed route ran last, one line per step. */
+    async function lastFeedPlan(): Promise<string[]> {
+      await queriesOf('/api/articles/feed?limit=20&offset=20', viewer.token);
+      const { node, queryId } = counter.last!;
+      const feed = handle.db.getExecutor().compileQuery(node, queryId);
+      const explain = kind === 'sqlite' ? 'explain query plan' : 'explain (costs off)';
+      const { rows } = await handle.db.executeQuery<Record<string, string>>(
+        CompiledQuery.raw(`${explain} ${feed.sql}`, [...feed.parameters]),
+      );
+      return rows.map((row) => (kind === 'sqlite' ? row.detail! : row['QUERY PLAN']!.trim()));
+    }
+
+    // SQLite has no LATERAL: the feed relies on its planner walking each followed author's index range.
+    // PostgreSQL spells that walk out, so the plan stays the same while the statistics say the table is tiny.
+    it('plans a feed page as one range of the author index per followed author, never a scan of all articles', async () => {
+      const plan = await lastFeedPlan();
+      if (kind === 'sqlite') {
         expect(plan).toContain('SEARCH articles USING COVERING INDEX articles_author_created_idx (author_id=?)');
         expect(plan.filter((step) => step.startsWith('SCAN'))).toEqual([]);
-      });
-    }
+      } else {
+        // With a table this small the walk may be a bitmap scan per author rather than an ordered one: still one author.
+        expect(plan.join('\n')).toMatch(/Index (Only )?Scan (using|on) articles_author_created_idx/);
+        expect(plan).toContain('Index Cond: (author_id = follows.followed_id)');
+        expect(plan.filter((step) => /Seq Scan on articles/.test(step))).toEqual([]);
+      }
+    });
 
     it('keeps the count fixed with every filter at once', async () => {
       const author = authors[0]!;
