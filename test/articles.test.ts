@@ -283,6 +283,20 @@ describeEachDatabase('articles', (ctx) => {
       expect(await tagCounter(tags[20]!)).toBeUndefined();
     });
 
+    it('does not look inside a tag list longer than its bound: 1 MiB of blank tags is one message, not 340,000', async () => {
+      const author = await registerUser(app(), 'author');
+      const hostile = { ...valid({ tagList: new Array(340_000).fill('') }), title: '' };
+      const expected = { errors: { title: ["can't be blank"], tagList: ['has too many items (maximum is 20)'] } };
+      const created = await post(author.token, hostile);
+      expect(created.status).toBe(422);
+      expect(created.body).toEqual(expected);
+      // The same on someone else's article: the shape is checked first, as the contract orders, and costs as little.
+      const article = await createArticle(app(), (await registerUser(app(), 'owner')).token);
+      const updated = await put(article.slug, author.token, hostile);
+      expect(updated.status).toBe(422);
+      expect(updated.body).toEqual(expected);
+    });
+
     it('accepts a tag of 64 characters and refuses 65', async () => {
       const author = await registerUser(app(), 'author');
       const ok = await post(author.token, valid({ tagList: ['g'.repeat(64)] }));

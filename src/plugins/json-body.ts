@@ -8,12 +8,14 @@ const MAX_DEPTH = 32;
 
 /** Deepest nesting of arrays and objects, found without recursion and given up on past the cap. */
 function exceedsMaxDepth(value: unknown): boolean {
-  const pending: Array<[unknown, number]> = [[value, 1]];
+  if (typeof value !== 'object' || value === null) return false;
+  const pending: Array<[object, number]> = [[value, 1]];
   for (let entry = pending.pop(); entry !== undefined; entry = pending.pop()) {
     const [node, depth] = entry;
-    if (typeof node !== 'object' || node === null) continue;
     if (depth > MAX_DEPTH) return true;
-    for (const child of Object.values(node)) pending.push([child, depth + 1]);
+    for (const child of Object.values(node)) {
+      if (typeof child === 'object' && child !== null) pending.push([child, depth + 1]);
+    }
   }
   return false;
 }

@@ -29,13 +29,30 @@ function createAjv(options: Options): Ajv {
 }
 
 /**
+ * The schema Ajv compiles: the same, except that an array's items are checked only once its length is within its
+ * `maxItems`. With `allErrors`, Ajv would otherwise check, and report, every item of an oversized array: a 1 MiB
+ * `tagList` of 340,000 blanks held the event loop for 0.6-1.4 s per request. The OpenAPI document keeps the plain
+ * schema, which means the same to a client.
+ */
+function withBoundedItems(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withBoundedItems);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const { items, ...rest } = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, withBoundedItems(value)]));
+  if (items === undefined) return rest;
+  if (typeof rest.maxItems !== 'number') return { ...rest, items };
+  return { ...rest, if: { maxItems: rest.maxItems }, then: { items } };
+}
+
+/**
  * Bodies are checked strictly (a number is not a title), while query strings and path parameters
  * arrive as text and must be coerced to the numbers their schemas describe.
  */
 export function installValidation(app: FastifyInstance): void {
   const bodyAjv = createAjv({ coerceTypes: false });
   const textAjv = createAjv({ coerceTypes: 'array' });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : textAjv).compile(withBoundedItems(schema) as object),
+  );
 }
 
 const TYPE_NAMES: Record<string, string> = {
@@ -96,6 +113,8 @@ function messageOf(error: ErrorObject): string {
 export function validationErrors(errors: ErrorObject[], context: string): Record<string, string[]> {
   const byField = new Map<string, Set<string>>();
   for (const error of errors) {
+    // Says only that the `then` of withBoundedItems failed; the item errors that made it fail say why.
+    if (error.keyword === 'if') continue;
     const field = fieldOf(error, context);
     const messages = byField.get(field) ?? new Set<string>();
     messages.add(messageOf(error));
