@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { ROUTE_WORDS } from '../src/modules/articles/slug.js';
 import { describeEachDatabase } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
@@ -194,6 +195,20 @@ describeEachDatabase('articles', (ctx) => {
       const second = await createArticle(app(), author.token, { title: `Dup Title ${id}` });
       expect(first.slug).toBe(`dup-title-${id}`);
       expect(second.slug).toMatch(new RegExp(`^dup-title-${id}-[0-9a-f]{8}$`));
+    });
+
+    it('never gives an article a slug the router reads as one of its own paths', async () => {
+      const author = await registerUser(app(), 'author');
+      for (const word of ROUTE_WORDS) {
+        // The word really is a path of its own, so a slug equal to it would be shadowed.
+        expect(app().hasRoute({ method: 'GET', url: `/api/articles/${word}` })).toBe(true);
+        const created = await post(author.token, valid({ title: word.toUpperCase() }));
+        expect(created.status).toBe(201);
+        expect(created.body.article.slug).not.toBe(word);
+        const read = await call(app(), 'GET', `/api/articles/${created.body.article.slug}`);
+        expect(read.status).toBe(200);
+        expect(read.body.article.title).toBe(word.toUpperCase());
+      }
     });
   });
 

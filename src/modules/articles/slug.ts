@@ -2,6 +2,11 @@ import { randomBytes } from 'node:crypto';
 
 const MAX_BASE_LENGTH = 96;
 const FALLBACK = 'article';
+/**
+ * Paths the API serves where a slug would go (`GET /api/articles/feed`): an article given one as its slug could
+ * never be read. A new static route under /api/articles/ adds its word here; test/articles.test.ts checks the router.
+ */
+export const ROUTE_WORDS: ReadonlySet<string> = new Set(['feed']);
 
 /**
  * Kebab-case of a title that keeps letters and digits of every script: "Ça va? Ünïcode 101" becomes
@@ -19,7 +24,8 @@ export function slugify(title: string): string {
   if (words === null) return FALLBACK;
   // Cut on code points, never inside a surrogate pair, and never leave a dangling dash.
   const slug = Array.from(words.join('-')).slice(0, MAX_BASE_LENGTH).join('').replace(/-+$/, '');
-  return slug || FALLBACK;
+  if (slug === '') return FALLBACK;
+  return ROUTE_WORDS.has(slug) ? `${slug}-${FALLBACK}` : slug;
 }
 
 /** A taken slug gets a short random suffix; random, not a counter, so concurrent creates do not collide again. */
