@@ -130,8 +130,8 @@ export const SETTINGS = Type.Object(
     RATE_LIMIT_WINDOW: duration('1m', 'a duration, written like `JWT_EXPIRES_IN`'),
     AUTH_RATE_LIMIT_MAX: count(
       10,
-      'failed logins per account (its email, in any case) per `AUTH_RATE_LIMIT_WINDOW`; past it, logins to that account get 429 ' +
-        'until the window ends, right password or not; `0` off',
+      'failed logins per account (its email, in any case) per `AUTH_RATE_LIMIT_WINDOW`, logins still being checked counted with them; ' +
+        'past it, logins to that account get 429 until the window ends, right password or not; `0` off',
     ),
     AUTH_ADDRESS_RATE_LIMIT_MAX: count(
       100,

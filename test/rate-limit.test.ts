@@ -134,6 +134,17 @@ describe('login guard per account', () => {
     expect((await login(app, 'bystander@example.com', 'password123')).status).toBe(200);
   });
 
+  it('checks no more than AUTH_RATE_LIMIT_MAX passwords when 40 guesses arrive at once from 40 addresses', async () => {
+    const app = await appWith(limits);
+    await register(app, 'besieged');
+    const guesses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => login(app, 'besieged@example.com', `guess-${i}`, `203.0.113.${i + 1}`)),
+    );
+    expect(guesses.filter((guess) => guess.status === 401)).toHaveLength(3);
+    for (const refused of guesses.filter((guess) => guess.status !== 401)) expectRateLimited(refused);
+    expectRateLimited(await login(app, 'besieged@example.com', 'password123'));
+  });
+
   it('counts failures for unknown emails the same way', async () => {
     const app = await appWith(limits);
     for (let i = 0; i < 3; i++) expect((await login(app, 'ghost@example.com', 'password123')).status).toBe(401);
@@ -244,6 +255,26 @@ describe.skipIf(noRedis !== null && !process.env.CI)('limits shared through Redi
     expectRateLimited(await login(b, 'ghost@example.com', 'password123'));
     await sleep(2100);
     expect((await login(b, 'ghost@example.com', 'password123')).status).toBe(401);
+  });
+
+  it('checks no more than AUTH_RATE_LIMIT_MAX passwords for guesses sent at once to two instances', async () => {
+    const settings = { ...shared(), AUTH_RATE_LIMIT_MAX: '3', AUTH_RATE_LIMIT_WINDOW: '15m' };
+    const [a, b] = [await appWith(settings), await appWith(settings)];
+    const guesses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => login(i % 2 === 0 ? a : b, 'ghost@example.com', `guess-${i}`, `203.0.113.${i + 1}`)),
+    );
+    expect(guesses.filter((guess) => guess.status === 401)).toHaveLength(3);
+    for (const refused of guesses.filter((guess) => guess.status !== 401)) expectRateLimited(refused);
+  });
+
+  it('gives a successful login its attempt back in Redis', async () => {
+    const app = await appWith({ ...shared(), AUTH_RATE_LIMIT_MAX: '2', AUTH_RATE_LIMIT_WINDOW: '15m' });
+    expect((await register(app, 'regular')).status).toBe(201);
+    for (let i = 0; i < 4; i++) expect((await login(app, 'regular@example.com', 'password123')).status).toBe(200);
+    expect((await login(app, 'regular@example.com', 'wrong-password')).status).toBe(401);
+    expect((await login(app, 'regular@example.com', 'password123')).status).toBe(200);
+    expect((await login(app, 'regular@example.com', 'wrong-password')).status).toBe(401);
+    expectRateLimited(await login(app, 'regular@example.com', 'password123'));
   });
 
   it('lets requests through, without waiting, while Redis is unreachable', async () => {

@@ -5,6 +5,7 @@ import type { Config, RateLimitConfig } from '../config.js';
 import { HttpError } from '../errors.js';
 import { identityKey } from '../identity.js';
 import { SettingError, systemProblem } from '../setting-error.js';
+import { loginAttemptsInProcess, loginAttemptsInRedis } from './login-attempts.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -20,14 +21,14 @@ declare module 'fastify' {
 export interface AuthLimits {
   /** preHandler: every registration or login counts against the client address. */
   countAttempt(request: FastifyRequest, reply: FastifyReply): Promise<void>;
-  /** preHandler for login: refuses an account that failed too often lately, before its password is checked. */
-  checkAccount(request: FastifyRequest, reply: FastifyReply): Promise<void>;
-  /** Counts a failed login against its account. */
-  failedLogin(request: FastifyRequest): Promise<void>;
+  /**
+   * preHandler for login: holds one of the account's attempts before its password is checked, or refuses the
+   * login when failures and checks in flight have used them all.
+   */
+  reserveLogin(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Gives a successful login's attempt back: only failures count. */
+  loginSucceeded(request: FastifyRequest): Promise<void>;
 }
-
-type Limiter = ReturnType<FastifyInstance['createRateLimit']>;
-type LimiterState = Awaited<ReturnType<Limiter>>;
 
 /** Fastify's `trustProxy`: it takes a hop count too, though its types only know the equivalent function. */
 export const trustProxyOption = (trust: Config['trustProxy']) =>
@@ -37,8 +38,8 @@ export const isExemptFromLimits = (request: FastifyRequest): boolean => request.
 
 const rateLimited = () => new HttpError(429, { rate: ['limit exceeded'] });
 
-function refuse(reply: FastifyReply, state: Extract<LimiterState, { isAllowed: false }>): HttpError {
-  reply.header('retry-after', state.ttlInSeconds);
+function refuse(reply: FastifyReply, retryAfterSeconds: number): HttpError {
+  reply.header('retry-after', retryAfterSeconds);
   return rateLimited();
 }
 
@@ -106,20 +107,25 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
   const limiter = (max: number, key: (request: FastifyRequest) => string) =>
     max > 0 ? app.createRateLimit({ max, timeWindow: config.authWindowMs, keyGenerator: key }) : null;
   const perAddress = limiter(config.authAddressMax, (request) => `address:${normalizeIP(request.ip)}`);
-  const perAccount = limiter(config.authAccountMax, (request) => `account:${accountOf(request)}`);
+  const { authAccountMax: max, authWindowMs: windowMs } = config;
+  const perAccount =
+    max === 0
+      ? null
+      : redis === null
+        ? loginAttemptsInProcess(max, windowMs)
+        : loginAttemptsInRedis(redis, config.redisKeyPrefix, max, windowMs);
 
   app.decorate<AuthLimits>('authLimits', {
     async countAttempt(request, reply) {
       const state = await perAddress?.(request);
-      if (state && !state.isAllowed && state.isExceeded) throw refuse(reply, state);
+      if (state && !state.isAllowed && state.isExceeded) throw refuse(reply, state.ttlInSeconds);
     },
-    async checkAccount(request, reply) {
-      // Only failures count, so this attempt is looked at, not counted: failedLogin counts it if it fails.
-      const state = await perAccount?.(request, { increment: false });
-      if (state && !state.isAllowed && state.remaining === 0) throw refuse(reply, state);
+    async reserveLogin(request, reply) {
+      const reservation = await perAccount?.reserve(accountOf(request));
+      if (reservation && !reservation.allowed) throw refuse(reply, reservation.retryAfterSeconds);
     },
-    async failedLogin(request) {
-      await perAccount?.(request);
+    async loginSucceeded(request) {
+      await perAccount?.release(accountOf(request));
     },
   });
 }

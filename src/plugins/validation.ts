@@ -50,9 +50,7 @@ function withBoundedItems(schema: unknown): unknown {
 export function installValidation(app: FastifyInstance): void {
   const bodyAjv = createAjv({ coerceTypes: false });
   const textAjv = createAjv({ coerceTypes: 'array' });
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : textAjv).compile(withBoundedItems(schema) as object),
-  );
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(withBoundedItems(schema) as object));
 }
 
 const TYPE_NAMES: Record<string, string> = {

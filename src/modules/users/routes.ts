@@ -37,7 +37,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/users/login',
     {
-      preHandler: [app.authLimits.countAttempt, app.authLimits.checkAccount],
+      preHandler: [app.authLimits.countAttempt, app.authLimits.reserveLogin],
       schema: {
         tags: ['users'],
         operationId: 'Login',
@@ -49,11 +49,11 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { email, password } = request.body.user;
       const login = await findLoginByEmail(request.db, email);
-      // Unknown email and wrong password do the same work, count the same and give the same answer.
+      // Unknown email and wrong password do the same work, keep their attempt and give the same answer.
       if (!(await verifyPassword(login?.password_hash, password)) || login === undefined) {
-        await app.authLimits.failedLogin(request);
         throw invalidCredentials();
       }
+      await app.authLimits.loginSucceeded(request);
       return toUser(login, await app.tokens.issue(login));
     },
   );
