@@ -217,7 +217,7 @@ function database(settings: Settings, dataDir: string): DatabaseConfig {
 function localSecret(dataDir: string): string {
   const file = path.join(dataDir, 'jwt-secret');
   try {
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     writeFileSync(file, randomBytes(48).toString('base64url'), { flag: 'wx', mode: 0o600 });
   } catch (error) {
     // The secret an earlier start wrote is the one to keep using; any other EEXIST is a file where a folder should be.

@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { scratchHandle } from './support/app.js';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/index.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { scratchHandle, TEST_SECRET } from './support/app.js';
 import { holdWriteTransaction } from './support/held-transaction.js';
 
 const QUEUED = 20;
@@ -38,5 +44,22 @@ describe('the SQLite connection queue', () => {
     await Promise.all(queries);
     expect(finished).toEqual(Array.from({ length: QUEUED }, (_, i) => i));
     expect(handle.poolStats()).toEqual({ total: 1, idle: 1, waiting: 0 });
+  });
+});
+
+describe('a new SQLite database', () => {
+  it("is the owner's alone: its folder, the file and the WAL files SQLite adds beside it", async () => {
+    const parent = mkdtempSync(path.join(tmpdir(), 'conduit-modes-'));
+    const file = path.join(parent, 'data', 'conduit.db');
+    const handle = openDatabase(loadConfig({ NODE_ENV: 'test', JWT_SECRET: TEST_SECRET, DATABASE_URL: `sqlite:${file}` }).database);
+    try {
+      await migrateToLatest(handle);
+      const modeOf = (where: string) => statSync(where).mode & 0o777;
+      expect(modeOf(path.dirname(file))).toBe(0o700);
+      for (const part of [file, `${file}-wal`, `${file}-shm`]) expect([part, modeOf(part)]).toEqual([part, 0o600]);
+    } finally {
+      await handle.destroy();
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });

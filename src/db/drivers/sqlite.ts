@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
@@ -155,10 +155,15 @@ class SqliteServerConnection implements DatabaseConnection {
   }
 }
 
-/** The file, created with its folder when new, in WAL mode: both need the folder to be writable. */
+/**
+ * The file, created with its folder when new, in WAL mode: both need the folder to be writable. A new file and
+ * folder are the owner's alone (SQLite would make the file readable by everyone): the file holds password hashes
+ * and sessions, and SQLite gives its -wal and -shm files the database file's permissions. Existing ones keep theirs.
+ */
 function openWriter(file: string): BetterSqlite3.Database {
   try {
-    mkdirSync(path.dirname(file), { recursive: true });
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    closeSync(openSync(file, 'a', 0o600));
     const database = new BetterSqlite3(file);
     // Readers and the writer work side by side only in WAL mode; it is kept in the file.
     database.pragma('journal_mode = WAL');
