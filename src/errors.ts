@@ -25,3 +25,5 @@ export const unprocessable = (field: string, message: string) => new HttpError(4
 export const alreadyTaken = (field: string) => new HttpError(409, { [field]: ['has already been taken'] });
 export const notFound = (resource: Resource) => new HttpError(404, { [resource]: ['not found'] });
 export const forbidden = (resource: Resource) => new HttpError(403, { [resource]: ['forbidden'] });
+/** Any limit on how much one client may do; the caller sets `Retry-After`. */
+export const rateLimited = () => new HttpError(429, { rate: ['limit exceeded'] });

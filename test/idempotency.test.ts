@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { purgeExpiredKeys } from '../src/db/idempotency-keys.js';
-import { ABANDONED_AFTER_MS, KEY_LIFETIME_MS } from '../src/plugins/idempotency.js';
+import { ABANDONED_AFTER_MS, KEY_LIFETIME_MS, KEYS_PER_CALLER } from '../src/plugins/idempotency.js';
 import { createScratchDatabase, describeEachDatabase, testConfig } from './support/app.js';
 import { type ApiResponse, call, createArticle, registerUser, unique } from './support/client.js';
 
@@ -193,13 +193,82 @@ describeEachDatabase('Idempotency-Key', (ctx) => {
     const key = unique('key-');
     const first = await register('198.51.100.7', key);
     expect(first.status).toBe(201);
-    expect(await register('198.51.100.7', key)).toEqual({ ...first, replayed: 'true' });
+    // The same answer, with a token of its own: the table keeps no token to replay.
+    const replay = await register('198.51.100.7', key);
+    expect(replay).toEqual({ ...first, replayed: 'true', body: { user: { ...first.body.user, token: expect.any(String) } } });
+    expect(replay.body.user.token).not.toBe(first.body.user.token);
+    const me = await call(app(), 'GET', '/api/user', { token: replay.body.user.token });
+    expect([me.status, me.body.user.username]).toEqual([200, username]);
+    expect((await keyRow(key))!.response).not.toContain(first.body.user.token);
     // From elsewhere the key is unknown: the request runs, and the account exists already.
     const elsewhere = await register('203.0.113.9', key);
     expect([elsewhere.status, elsewhere.replayed]).toEqual([409, undefined]);
     // Someone who guessed the key but not the password gets no token.
     const guess = { user: { ...payload.user, password: 'not-the-password' } };
     expect((await register('198.51.100.7', key, guess)).status).toBe(422);
+  });
+
+  it('keeps no token of a login, and runs a replay afresh once the account is gone', async () => {
+    const user = await registerUser(app(), 'keyed');
+    const login = (key: string) =>
+      call(app(), 'POST', '/api/users/login', {
+        headers: { 'idempotency-key': key },
+        body: { user: { email: user.email, password: user.password } },
+      });
+    const key = unique('key-');
+    const first = await login(key);
+    expect(first.status).toBe(200);
+    const stored = (await keyRow(key))!.response!;
+    expect(stored).not.toContain(first.body.user.token);
+    expect(stored).not.toContain('token');
+    const replay = await login(key);
+    expect(replay.headers[REPLAYED]).toBe('true');
+    expect(replay.body.user.username).toBe(user.username);
+    expect((await call(app(), 'GET', '/api/user', { token: replay.body.user.token })).status).toBe(200);
+
+    await db().deleteFrom('users').where('username', '=', user.username).execute();
+    const afterDeletion = await login(key);
+    expect([afterDeletion.status, afterDeletion.headers[REPLAYED]]).toEqual([401, undefined]);
+  });
+
+  it(`holds at most ${KEYS_PER_CALLER} keys per caller: a new one past that is 429 until the oldest expires`, async () => {
+    const user = await registerUser(app(), 'hoarder');
+    const { id } = await db().selectFrom('users').select('id').where('username', '=', user.username).executeTakeFirstOrThrow();
+    const article = await createArticle(app(), user.token);
+    const favorite = (key: string) =>
+      call(app(), 'POST', `/api/articles/${article.slug}/favorite`, { token: user.token, headers: { 'idempotency-key': key } });
+    const kept = unique('kept-');
+    expect((await favorite(kept)).status).toBe(200);
+    // The rest of the cap, as if sent over the last hour: writing them through the API would take a while.
+    const created_at = Date.now() - 60 * 60 * 1000;
+    const rows = Array.from({ length: KEYS_PER_CALLER - 1 }, (_, i) => ({
+      scope: `user:${id}`,
+      key: `filler-${i}`,
+      request_hash: 'filler',
+      claim: `claim-${i}`,
+      status: 200,
+      response: '{}',
+      created_at,
+    }));
+    for (let start = 0; start < rows.length; start += 100) {
+      await db().insertInto('idempotency_keys').values(rows.slice(start, start + 100)).execute();
+    }
+    const refused = await favorite(unique('one-more-'));
+    expect([refused.status, refused.body]).toEqual([429, { errors: { rate: ['limit exceeded'] } }]);
+    // The oldest key expires in 23 hours.
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(22 * 60 * 60);
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(23 * 60 * 60);
+    // With a key it holds, or without one, the caller goes on as before; another caller is not affected.
+    const replayed = await favorite(kept);
+    expect([replayed.status, replayed.headers[REPLAYED]]).toEqual([200, 'true']);
+    expect((await call(app(), 'DELETE', `/api/articles/${article.slug}/favorite`, { token: user.token })).status).toBe(200);
+    const other = await registerUser(app(), 'other');
+    const otherArticle = await createArticle(app(), other.token);
+    const fresh = await call(app(), 'POST', `/api/articles/${otherArticle.slug}/favorite`, {
+      token: other.token,
+      headers: { 'idempotency-key': unique('k-') },
+    });
+    expect(fresh.status).toBe(200);
   });
 
   it('replays a 4xx too: the answer stands even after the article appears', async () => {

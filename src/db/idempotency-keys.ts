@@ -43,10 +43,32 @@ export async function claimKey(db: Executor, entry: KeyClaim, now: number, stale
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
+/**
+ * When the scope holds `limit` keys or more, when its oldest was created; undefined below that. Reads at most
+ * `limit` entries of the primary key's index, so a caller at the cap costs no more than that.
+ */
+export async function oldestKeyAtLimit(db: Executor, scope: string, limit: number): Promise<number | undefined> {
+  const atLimit = await db
+    .selectFrom('idempotency_keys')
+    .select('key')
+    .where('scope', '=', scope)
+    .orderBy('key')
+    .offset(limit - 1)
+    .limit(1)
+    .executeTakeFirst();
+  if (atLimit === undefined) return undefined;
+  const oldest = await db
+    .selectFrom('idempotency_keys')
+    .select((eb) => eb.fn.min<number>('created_at').as('created_at'))
+    .where('scope', '=', scope)
+    .executeTakeFirstOrThrow();
+  return Number(oldest.created_at);
+}
+
 export async function findKey(db: Executor, scope: string, key: string) {
   return db
     .selectFrom('idempotency_keys')
-    .select(['request_hash', 'status', 'response'])
+    .select(['request_hash', 'status', 'response', 'claim'])
     .where('scope', '=', scope)
     .where('key', '=', key)
     .executeTakeFirst();
@@ -63,7 +85,7 @@ export async function completeKey(db: Executor, entry: KeyClaim, status: number,
 }
 
 /** Gives the key up, so that the client's retry runs the request afresh. */
-export async function releaseKey(db: Executor, entry: KeyClaim): Promise<void> {
+export async function releaseKey(db: Executor, entry: Omit<KeyClaim, 'requestHash'>): Promise<void> {
   await db
     .deleteFrom('idempotency_keys')
     .where((eb) => eb.and({ scope: entry.scope, key: entry.key, claim: entry.claim }))

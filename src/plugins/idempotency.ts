@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { claimKey, completeKey, findKey, type KeyClaim, purgeExpiredKeys, releaseKey } from '../db/idempotency-keys.js';
-import { HttpError, unprocessable } from '../errors.js';
+import { claimKey, completeKey, findKey, type KeyClaim, oldestKeyAtLimit, purgeExpiredKeys, releaseKey } from '../db/idempotency-keys.js';
+import { HttpError, rateLimited, unprocessable } from '../errors.js';
 import { withHookAfter } from './route-hooks.js';
 
 const KEY_HEADER = 'idempotency-key';
@@ -15,15 +15,37 @@ export const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 export const ABANDONED_AFTER_MS = 60 * 1000;
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 const PURGE_BATCH = 1000;
+/**
+ * Keys one caller (an account, or an address for register and login) may hold within their lifetime: each is a row
+ * kept a day, and the client picks how many it sends. Far above a real client's day of POSTs.
+ */
+export const KEYS_PER_CALLER = 1000;
 /** A key can be released or purged between the failed claim and the read that follows; then it is claimed again. */
 const CLAIM_ATTEMPTS = 3;
 
+/**
+ * For a route whose answer carries a secret (a token): what a key keeps of the answer, and how a replay is made
+ * whole again, so that the table never holds a live credential.
+ */
+export interface SecretFreeReplay {
+  /** The answer as stored. */
+  stored(answer: string): string;
+  /** The stored answer as this replay sends it; undefined when that is no longer possible, and the request runs afresh. */
+  replayed(request: FastifyRequest, stored: string): Promise<string | undefined>;
+}
+
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    secretFreeReplay?: SecretFreeReplay;
+  }
   interface FastifyRequest {
     /** Set while this request holds an idempotency key, until its response is recorded or the key released. */
     idempotencyClaim: KeyClaim | null;
   }
 }
+
+const secretFree = (request: FastifyRequest) => request.routeOptions.config.secretFreeReplay;
+const storedAnswer = (request: FastifyRequest, answer: string) => secretFree(request)?.stored(answer) ?? answer;
 
 const inProgress = () => new HttpError(409, { [FIELD]: ['is being processed by another request'] });
 
@@ -76,11 +98,20 @@ export function installIdempotency(app: FastifyInstance): void {
 
   app.decorateRequest('idempotencyClaim', null);
 
+  /** A new key past the caller's cap is refused until its oldest key expires; a key already held still replays. */
+  const refuseBeyondCap = async (request: FastifyRequest, reply: FastifyReply, entry: KeyClaim) => {
+    const oldest = await oldestKeyAtLimit(request.db, entry.scope, KEYS_PER_CALLER);
+    if (oldest === undefined || (await findKey(request.db, entry.scope, entry.key)) !== undefined) return;
+    reply.header('retry-after', Math.max(1, Math.ceil((oldest + KEY_LIFETIME_MS - Date.now()) / 1000)));
+    throw rateLimited();
+  };
+
   // preHandler: the token (401) and the request's shape (422) are judged before a key is looked at or taken.
   const claimOrReplay = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = keyOf(request);
     if (key === null) return;
     const entry: KeyClaim = { scope: scopeOf(request), key, requestHash: requestHash(request), claim: randomUUID() };
+    await refuseBeyondCap(request, reply, entry);
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const now = Date.now();
       if (await claimKey(request.db, entry, now, { expired: now - KEY_LIFETIME_MS, abandoned: now - ABANDONED_AFTER_MS })) {
@@ -91,7 +122,12 @@ export function installIdempotency(app: FastifyInstance): void {
       if (held === undefined) continue;
       if (held.request_hash !== entry.requestHash) throw unprocessable(FIELD, 'was already used with a different request');
       if (held.status === null || held.response === null) throw inProgress();
-      return reply.code(held.status).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(held.response);
+      const answer = await (secretFree(request)?.replayed(request, held.response) ?? held.response);
+      if (answer === undefined) {
+        await releaseKey(request.db, { scope: entry.scope, key, claim: held.claim });
+        continue;
+      }
+      return reply.code(held.status).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(answer);
     }
     throw inProgress();
   };
@@ -106,7 +142,7 @@ export function installIdempotency(app: FastifyInstance): void {
     try {
       if (reply.statusCode >= 500) {
         await releaseKey(request.db, entry);
-      } else if (!(await completeKey(request.db, entry, reply.statusCode, String(payload ?? '')))) {
+      } else if (!(await completeKey(request.db, entry, reply.statusCode, storedAnswer(request, String(payload ?? ''))))) {
         request.log.warn('idempotency key taken over while its request ran; its response is not recorded');
       }
     } catch (error) {

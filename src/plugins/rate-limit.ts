@@ -2,7 +2,7 @@ import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config, RateLimitConfig } from '../config.js';
-import { HttpError } from '../errors.js';
+import { type HttpError, rateLimited } from '../errors.js';
 import { identityKey } from '../identity.js';
 import { SettingError, systemProblem } from '../setting-error.js';
 import { loginAttemptsInProcess, loginAttemptsInRedis } from './login-attempts.js';
@@ -35,8 +35,6 @@ export const trustProxyOption = (trust: Config['trustProxy']) =>
   typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
 
 export const isExemptFromLimits = (request: FastifyRequest): boolean => request.routeOptions.config.exemptFromLimits === true;
-
-const rateLimited = () => new HttpError(429, { rate: ['limit exceeded'] });
 
 function refuse(reply: FastifyReply, retryAfterSeconds: number): HttpError {
   reply.header('retry-after', retryAfterSeconds);

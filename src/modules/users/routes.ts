@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { decodeJwt } from 'jose';
 import { invalidCredentials } from '../../errors.js';
+import type { SecretFreeReplay } from '../../plugins/idempotency.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn } from './auth.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { type Account, type AccountChanges, findLoginByEmail, insertAccount, updateAccount } from './queries.js';
+import { type Account, type AccountChanges, findLoginByEmail, findSignedInAccount, insertAccount, updateAccount } from './queries.js';
 import { LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
 
 const toUser = (account: Account, token: string) => ({
@@ -14,10 +16,31 @@ const toUser = (account: Account, token: string) => ({
 const emptyToNull = (value: string | null | undefined) => (value === '' ? null : value);
 
 export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  /**
+   * Register and login answers carry a token. An Idempotency-Key keeps them without it, naming the account instead,
+   * and a replay gets a fresh token for that account, so the table never holds a live credential. A replay for an
+   * account deleted since runs the request afresh.
+   */
+  const withFreshToken: SecretFreeReplay = {
+    stored(answer) {
+      const { user } = JSON.parse(answer) as { user?: { token: string } };
+      if (user === undefined) return answer;
+      const { token, ...rest } = user;
+      return JSON.stringify({ user: rest, account: Number(decodeJwt(token).sub) });
+    },
+    async replayed(request, stored) {
+      const { user, account } = JSON.parse(stored) as { user?: object; account?: number };
+      if (account === undefined) return stored;
+      const current = await findSignedInAccount(request.db, account);
+      return current && JSON.stringify({ user: { ...user, token: await app.tokens.issue(current) } });
+    },
+  };
+
   app.post(
     '/users',
     {
       preHandler: app.authLimits.countAttempt,
+      config: { secretFreeReplay: withFreshToken },
       schema: {
         tags: ['users'],
         operationId: 'CreateUser',
@@ -38,6 +61,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/users/login',
     {
       preHandler: [app.authLimits.countAttempt, app.authLimits.reserveLogin],
+      config: { secretFreeReplay: withFreshToken },
       schema: {
         tags: ['users'],
         operationId: 'Login',
