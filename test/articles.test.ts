@@ -312,6 +312,18 @@ describeEachDatabase('articles', (ctx) => {
       expect(updated.body).toEqual(expected);
     });
 
+    it('refuses text holding a lone surrogate, which the two databases would store differently', async () => {
+      const author = await registerUser(app(), 'author');
+      const INVALID = { errors: { body: ['must be valid Unicode text (a lone surrogate was sent)'] } };
+      for (const broken of [{ title: 'half \ud83d' }, { body: '\ude00 alone' }, { tagList: ['ok', 'x\udbff'] }]) {
+        const response = await post(author.token, valid(broken));
+        expect([response.status, response.body], JSON.stringify(broken)).toEqual([422, INVALID]);
+      }
+      // A whole pair is one character, as it should be.
+      const emoji = await post(author.token, valid({ title: 'whole \ud83d\ude00' }));
+      expect([emoji.status, emoji.body.article?.title]).toEqual([201, 'whole 😀']);
+    });
+
     it('accepts a tag of 64 characters and refuses 65', async () => {
       const author = await registerUser(app(), 'author');
       const ok = await post(author.token, valid({ tagList: ['g'.repeat(64)] }));

@@ -71,6 +71,7 @@ const MIGRATIONS = [
   '0004_account_version',
   '0005_counts_by_triggers',
   '0006_tag_list_order',
+  '0007_username_skeletons',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

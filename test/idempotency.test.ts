@@ -251,7 +251,10 @@ describeEachDatabase('Idempotency-Key', (ctx) => {
       created_at,
     }));
     for (let start = 0; start < rows.length; start += 100) {
-      await db().insertInto('idempotency_keys').values(rows.slice(start, start + 100)).execute();
+      await db()
+        .insertInto('idempotency_keys')
+        .values(rows.slice(start, start + 100))
+        .execute();
     }
     const refused = await favorite(unique('one-more-'));
     expect([refused.status, refused.body]).toEqual([429, { errors: { rate: ['limit exceeded'] } }]);

@@ -54,4 +54,41 @@ for (const kind of DATABASES) {
       expect(await handle.db.selectFrom('tags').select('article_count').executeTakeFirstOrThrow()).toEqual({ article_count: 2 });
     });
   });
+
+  describe(`migration 0007 (username skeletons) on existing data [${kind}]`, () => {
+    const database = scratchHandle(kind, { migrate: false });
+
+    it('gives every account its skeleton, marks the later of two lookalikes with its id, and makes skeletons unique', async () => {
+      const handle = database();
+      unwrap(await createMigrator(handle).migrateTo('0006_tag_list_order'));
+      // Lookalikes registered before the rule: Latin and Cyrillic "paypal", and "Ivan" / "lvan".
+      const names = ['paypal', 'p\u0430yp\u0430l', 'Ivan', 'lvan', 'zoë'];
+      for (const [index, name] of names.entries()) {
+        await sql`insert into users (id, username, username_key, email, email_key, password_hash, created_at, updated_at)
+          values (${index + 1}, ${name}, ${name.toLowerCase()}, ${`${index}@x.io`}, ${`${index}@x.io`}, 'h', 1, 1)`.execute(handle.db);
+      }
+      unwrap(await createMigrator(handle).migrateTo('0007_username_skeletons'));
+      const rows = await handle.db.selectFrom('users').select(['id', 'username_skeleton']).orderBy('id').execute();
+      expect(rows.map((row) => row.username_skeleton)).toEqual(['paypal', 'paypal#2', 'lvan', 'lvan#4', 'zoe\u0308']);
+      const lookalike = handle.db
+        .insertInto('users')
+        .values({
+          username: 'x',
+          username_key: 'x',
+          username_skeleton: 'lvan',
+          email: 'x',
+          email_key: 'x',
+          password_hash: 'h',
+          created_at: 1,
+          updated_at: 1,
+        })
+        .execute();
+      await expect(lookalike).rejects.toThrow();
+      unwrap(await createMigrator(handle).migrateDown());
+      unwrap(await createMigrator(handle).migrateUp());
+      expect(
+        (await handle.db.selectFrom('users').select('username_skeleton').where('id', '=', 2).executeTakeFirstOrThrow()).username_skeleton,
+      ).toBe('paypal#2');
+    });
+  });
 }

@@ -1,4 +1,4 @@
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
 import { call, registerUser, type TestUser, unique } from './support/client.js';
 
@@ -160,6 +160,58 @@ describeEachDatabase('users', (ctx) => {
       expect(response.status, username).toBe(201);
       expect(response.body.user.username).toBe(username);
     }
+  });
+
+  describe('lookalike names', () => {
+    const registerAs = (username: string) =>
+      call(app(), 'POST', '/api/users', { body: { user: { username, email: `${unique()}@example.com`, password: 'password123' } } });
+    const LOOKALIKE = { errors: { username: ['looks too much like an existing username'] } };
+    const RULE = { errors: { username: ['may contain only visible letters, digits, _, - and . (and not only dots)'] } };
+
+    it('stores a fullwidth or ligature name as the letters it shows (NFKC), so it cannot pose as another', async () => {
+      const base = unique('fw');
+      const fullwidth = Array.from(base, (character) => String.fromCodePoint(character.codePointAt(0)! + 0xfee0)).join('');
+      const created = await registerAs(fullwidth);
+      expect([created.status, created.body.user.username]).toEqual([201, base]);
+      expect((await registerAs(base)).body).toEqual({ errors: { username: ['has already been taken'] } });
+      const ligature = await registerAs(`\ufb01${base}`);
+      expect([ligature.status, ligature.body.user.username]).toEqual([201, `fi${base}`]);
+    });
+
+    it('refuses, with 409, a name that looks like an existing one in another script or another case', async () => {
+      const tail = unique('').toLowerCase();
+      const cases: Array<[string, string]> = [
+        [`paypal${tail}`, `p\u0430yp\u0430l${tail}`], // Cyrillic a
+        [`Ivan${tail}`, `lvan${tail}`], // capital I and small L
+        [`jake${tail}`, `\u0458ake${tail}`], // Cyrillic je
+        [`admin${tail}`, `adrnin${tail}`], // m and rn
+      ];
+      for (const [original, lookalike] of cases) {
+        expect((await registerAs(original)).status, original).toBe(201);
+        const refused = await registerAs(lookalike);
+        expect([refused.status, refused.body], lookalike).toEqual([409, LOOKALIKE]);
+      }
+    });
+
+    it("refuses on update a name that looks like someone else's, and allows a lookalike of one's own", async () => {
+      const tail = unique('').toLowerCase();
+      const owner = await registerUser(app(), 'x');
+      expect((await update(owner, { username: `paypal${tail}` })).status).toBe(200);
+      const other = await registerUser(app(), 'y');
+      expect(await update(other, { username: `p\u0430ypal${tail}` })).toMatchObject({ status: 409, body: LOOKALIKE });
+      const own = await update(owner, { username: `PayPal${tail}` });
+      expect([own.status, own.body.user.username]).toEqual([200, `PayPal${tail}`]);
+    });
+
+    it('refuses invisible, unassigned and lone-surrogate characters, and names that NFKC turns into something refused', async () => {
+      const base = unique('inv');
+      // Hangul fillers (letters that show nothing), a combining grapheme joiner, a variation selector, an unassigned code point.
+      for (const invisible of ['\u3164', '\u115f', '\u034f', '\ufe0f', '\u0378']) {
+        const response = await registerAs(`${base}${invisible}`);
+        expect([response.status, response.body], invisible.codePointAt(0)!.toString(16)).toEqual([422, RULE]);
+      }
+      expect(await registerAs(`${base}\u00bd`)).toMatchObject({ status: 422, body: RULE }); // ½ folds to 1⁄2
+    });
   });
 
   it('enforces the username (64) and email (254) length limits', async () => {

@@ -3,7 +3,7 @@
  * uniqueness and existence and the API still answers with the contract's bodies.
  */
 
-type UniqueField = 'username' | 'email' | 'slug';
+type UniqueField = 'username' | 'lookalike' | 'email' | 'slug';
 
 interface DriverError {
   code?: unknown;
@@ -14,6 +14,7 @@ interface DriverError {
 // PostgreSQL reports the constraint name; SQLite reports "table.column" in its message.
 const UNIQUE_FIELDS: Array<{ constraint: string; column: string; field: UniqueField }> = [
   { constraint: 'users_username_key_unique', column: 'users.username_key', field: 'username' },
+  { constraint: 'users_username_skeleton_unique', column: 'users.username_skeleton', field: 'lookalike' },
   { constraint: 'users_email_key_unique', column: 'users.email_key', field: 'email' },
   { constraint: 'articles_slug_unique', column: 'articles.slug', field: 'slug' },
 ];

@@ -8,6 +8,11 @@ export interface UsersTable {
   username: string;
   /** Lower-cased copy computed in the app, so case-insensitive uniqueness is the same on SQLite and PostgreSQL. */
   username_key: string;
+  /**
+   * What the name looks like (identity.ts, UTS #39), unique so that no account passes for another. Null for rows the
+   * seeder writes in bulk; an account that already looked like an older one when migration 0007 ran carries `#id`.
+   */
+  username_skeleton: string | null;
   email: string;
   email_key: string;
   password_hash: string;

@@ -29,6 +29,7 @@ function toResponse(error: FastifyError | HttpError): [number, ErrorBody] | null
   // Unique keys decide whether a username or email is free; their violations are the 409s.
   const taken = uniqueViolation(error);
   if (taken === 'username' || taken === 'email') return [409, { errors: alreadyTaken(taken).errors }];
+  if (taken === 'lookalike') return [409, { errors: { username: ['looks too much like an existing username'] } }];
   const known = error.code ? FRAMEWORK_ERRORS[error.code] : undefined;
   if (known) return known;
   // Other client errors raised by Fastify or its plugins (e.g. an aborted upload) keep their status.

@@ -5,26 +5,36 @@ import { HttpError } from '../errors.js';
 const NOT_JSON = () => new HttpError(400, { body: ['is not valid JSON'] });
 /** Real requests nest three levels; the cap keeps any code that walks a body recursively safe from the stack. */
 const MAX_DEPTH = 32;
+const INVALID_TEXT = 'must be valid Unicode text (a lone surrogate was sent)';
 
-/** Deepest nesting of arrays and objects, found without recursion and given up on past the cap. */
-function exceedsMaxDepth(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
+/** A surrogate that is not half of a pair: with the `u` flag, a well-formed pair is one code point, not `Cs`. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * What makes a parsed body unfit to go further, found without recursion: nesting past the cap, or a string (value
+ * or key) holding a lone surrogate, which JSON's `\ud800` can spell but UTF-8 cannot: the two databases would
+ * store it differently (or turn it into U+FFFD), so the same request would read back two ways.
+ */
+function bodyProblem(value: unknown): string | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? INVALID_TEXT : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
   const pending: Array<[object, number]> = [[value, 1]];
   for (let entry = pending.pop(); entry !== undefined; entry = pending.pop()) {
     const [node, depth] = entry;
-    if (depth > MAX_DEPTH) return true;
-    for (const child of Object.values(node)) {
+    if (depth > MAX_DEPTH) return `is nested too deeply (maximum is ${MAX_DEPTH} levels)`;
+    for (const [key, child] of Object.entries(node)) {
+      if (LONE_SURROGATE.test(key) || (typeof child === 'string' && LONE_SURROGATE.test(child))) return INVALID_TEXT;
       if (typeof child === 'object' && child !== null) pending.push([child, depth + 1]);
     }
   }
-  return false;
+  return undefined;
 }
 
 /**
- * JSON with three differences from Fastify's parser: an empty body is no body at all (real clients send
+ * JSON with these differences from Fastify's parser: an empty body is no body at all (real clients send
  * `Content-Type: application/json` with nothing on follow, favorite and delete), and a NUL character is
- * refused up front because PostgreSQL cannot store one in text and SQLite would cut strings at it, and so is
- * nesting deeper than any real request needs.
+ * refused up front because PostgreSQL cannot store one in text and SQLite would cut strings at it, and so are
+ * nesting deeper than any real request needs and text that is not valid Unicode.
  * `text/plain` is read as JSON too: `fetch()` labels a string body that way when a client forgets the header.
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
@@ -42,9 +52,8 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     if (/(?<!\\)(?:\\\\)*\\u0000/i.test(source)) {
       return done(new HttpError(422, { body: ['must not contain NUL characters'] }), undefined);
     }
-    if (exceedsMaxDepth(value)) {
-      return done(new HttpError(422, { body: [`is nested too deeply (maximum is ${MAX_DEPTH} levels)`] }), undefined);
-    }
+    const problem = bodyProblem(value);
+    if (problem !== undefined) return done(new HttpError(422, { body: [problem] }), undefined);
     done(null, value);
   });
 }

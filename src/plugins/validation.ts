@@ -40,6 +40,7 @@ function withBoundedItems(schema: unknown): unknown {
   const { items, ...rest } = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, withBoundedItems(value)]));
   if (items === undefined) return rest;
   if (typeof rest.maxItems !== 'number') return { ...rest, items };
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then, read by Ajv, never awaited.
   return { ...rest, if: { maxItems: rest.maxItems }, then: { items } };
 }
 

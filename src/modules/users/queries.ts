@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/index.js';
-import { identityKey } from '../../identity.js';
+import { identityKey, usernameSkeleton } from '../../identity.js';
 
 const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session'] as const;
 
@@ -26,17 +26,23 @@ export function findLoginByEmail(db: Executor, email: string) {
     .executeTakeFirst();
 }
 
+export async function usernameTaken(db: Executor, username: string): Promise<boolean> {
+  const row = await db.selectFrom('users').select('id').where('username_key', '=', identityKey(username)).executeTakeFirst();
+  return row !== undefined;
+}
+
 export function insertAccount(
   db: Executor,
   user: { username: string; email: string; passwordHash: string },
   now: number,
 ): Promise<Account> {
-  const username = user.username.normalize('NFC');
+  const { username } = user;
   return db
     .insertInto('users')
     .values({
       username,
       username_key: identityKey(username),
+      username_skeleton: usernameSkeleton(username),
       email: user.email,
       email_key: identityKey(user.email),
       password_hash: user.passwordHash,
@@ -59,12 +65,16 @@ export interface AccountChanges {
 }
 
 export function updateAccount(db: Executor, id: number, changes: AccountChanges, now: number): Promise<Account> {
-  const username = changes.username?.normalize('NFC');
+  const { username } = changes;
   return db
     .updateTable('users')
     .set((eb) => ({
       updated_at: now,
-      ...(username !== undefined && { username, username_key: identityKey(username) }),
+      ...(username !== undefined && {
+        username,
+        username_key: identityKey(username),
+        username_skeleton: usernameSkeleton(username),
+      }),
       ...(changes.email !== undefined && { email: changes.email, email_key: identityKey(changes.email) }),
       ...(changes.bio !== undefined && { bio: changes.bio }),
       ...(changes.image !== undefined && { image: changes.image }),

@@ -1,12 +1,23 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { decodeJwt } from 'jose';
-import { invalidCredentials } from '../../errors.js';
+import { uniqueViolation } from '../../db/constraints.js';
+import type { Executor } from '../../db/index.js';
+import { alreadyTaken, invalidCredentials } from '../../errors.js';
 import type { SecretFreeReplay } from '../../plugins/idempotency.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn } from './auth.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { type Account, type AccountChanges, findLoginByEmail, findSignedInAccount, insertAccount, updateAccount } from './queries.js';
+import {
+  type Account,
+  type AccountChanges,
+  findLoginByEmail,
+  findSignedInAccount,
+  insertAccount,
+  updateAccount,
+  usernameTaken,
+} from './queries.js';
 import { LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
+import { canonicalUsername } from './username.js';
 
 const toUser = (account: Account, token: string) => ({
   user: { email: account.email, token, username: account.username, bio: account.bio, image: account.image },
@@ -14,6 +25,21 @@ const toUser = (account: Account, token: string) => ({
 
 /** `""` clears a profile field, like `null`. */
 const emptyToNull = (value: string | null | undefined) => (value === '' ? null : value);
+
+/**
+ * A name both taken and a lookalike breaks two unique keys, and which one a database names first varies; the
+ * answer says "has already been taken" whenever it is, as the contract asks, and only then reads the table.
+ */
+async function namingTakenUsername<T>(db: Executor, username: string | undefined, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (username !== undefined && uniqueViolation(error) === 'lookalike' && (await usernameTaken(db, username))) {
+      throw alreadyTaken('username');
+    }
+    throw error;
+  }
+}
 
 export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /**
@@ -50,9 +76,13 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { username, email, password } = request.body.user;
-      // A taken username or email is settled by the unique keys, not by reading first.
-      const account = await insertAccount(request.db, { username, email, passwordHash: await hashPassword(password) }, Date.now());
+      const { email, password } = request.body.user;
+      const username = canonicalUsername(request.body.user.username);
+      // A taken username or email, or a lookalike name, is settled by the unique keys, not by reading first.
+      const passwordHash = await hashPassword(password);
+      const account = await namingTakenUsername(request.db, username, () =>
+        insertAccount(request.db, { username, email, passwordHash }, Date.now()),
+      );
       return reply.code(201).send(toUser(account, await app.tokens.issue(account)));
     },
   );
@@ -113,12 +143,13 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { account, token, sessionId } = signedIn(request);
-      const { username, email, password, bio, image } = request.body.user;
+      const { email, password, bio, image } = request.body.user;
+      const username = request.body.user.username === undefined ? undefined : canonicalUsername(request.body.user.username);
       const changes: AccountChanges = { username, email, bio: emptyToNull(bio), image: emptyToNull(image) };
       if (password !== undefined) {
         changes.password = { hash: await hashPassword(password), keptSession: sessionId };
       }
-      const updated = await updateAccount(request.db, account.id, changes, Date.now());
+      const updated = await namingTakenUsername(request.db, username, () => updateAccount(request.db, account.id, changes, Date.now()));
       // After a password change every token is re-issued under the new version; the old one is kept only for
       // the session that made the change, so the client may keep using it while it switches over.
       return toUser(updated, password === undefined ? token : await app.tokens.issue(updated));

@@ -7,13 +7,17 @@ export const EMAIL_MAX = 254;
 export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 256;
 
+// Letters and digits of any script (with their combining marks), plus _ - and .; not dots alone, since "." and
+// ".." cannot appear in a profile URL (clients and browsers resolve them away). Never a character that shows
+// nothing (the Hangul fillers are letters, variation selectors marks) or one Unicode has not assigned yet.
+export const USERNAME_PATTERN = '^(?!\\.+$)(?:(?![\\p{Default_Ignorable_Code_Point}\\p{Cn}])[\\p{L}\\p{M}\\p{N}_.-])+$';
+export const USERNAME_RULE = 'may contain only visible letters, digits, _, - and . (and not only dots)';
+
 export const Username = Type.String({
   minLength: 1,
   maxLength: USERNAME_MAX,
-  // Letters and digits of any script (with their combining marks), plus _ - and .; not dots alone, since
-  // "." and ".." cannot appear in a profile URL (clients and browsers resolve them away).
-  pattern: '^(?!\\.+$)[\\p{L}\\p{M}\\p{N}_.-]+$',
-  [MESSAGE_KEYWORD]: 'may contain only letters, digits, _, - and . (and not only dots)',
+  pattern: USERNAME_PATTERN,
+  [MESSAGE_KEYWORD]: USERNAME_RULE,
 });
 export const Email = Type.String({ minLength: 1, maxLength: EMAIL_MAX, format: 'email' });
 export const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
