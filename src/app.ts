@@ -25,6 +25,7 @@ import { installRateLimits, trustProxyOption } from './plugins/rate-limit.js';
 import { installSecurityHeaders } from './plugins/security-headers.js';
 import { installShutdownDraining } from './plugins/shutdown.js';
 import { installValidation } from './plugins/validation.js';
+import { READ_METHODS } from './read-methods.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -50,8 +51,6 @@ export interface BuildOptions {
   /** False when whoever starts the app has migrated already: the cluster primary, once for all its workers. */
   migrate?: boolean;
 }
-
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * A request that may write runs all its statements, the reads before its transaction included, on the connections

@@ -56,6 +56,8 @@ export interface RateLimitConfig {
   /** Requests per client address, on every route but the probes and /metrics. */
   max: number;
   windowMs: number;
+  /** Requests that write, per signed-in account, in the same window. */
+  writeMax: number;
   /** Failed logins per account (its lower-cased email). */
   authAccountMax: number;
   /** Registrations and logins per client address. */
@@ -271,6 +273,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     rateLimits: {
       max: settings.RATE_LIMIT_MAX,
       windowMs: milliseconds('RATE_LIMIT_WINDOW'),
+      writeMax: settings.WRITE_RATE_LIMIT_MAX,
       authAccountMax: settings.AUTH_RATE_LIMIT_MAX,
       authAddressMax: settings.AUTH_ADDRESS_RATE_LIMIT_MAX,
       authWindowMs: milliseconds('AUTH_RATE_LIMIT_WINDOW'),

@@ -128,6 +128,11 @@ export const SETTINGS = Type.Object(
       'requests per client address per `RATE_LIMIT_WINDOW`, on every route but the health probes and `/metrics`; `0` turns the limit off',
     ),
     RATE_LIMIT_WINDOW: duration('1m', 'a duration, written like `JWT_EXPIRES_IN`'),
+    WRITE_RATE_LIMIT_MAX: count(
+      120,
+      'requests that write (every method but GET, HEAD and OPTIONS) per signed-in account per `RATE_LIMIT_WINDOW`, from any ' +
+        'address, checked before the body is validated; `0` off',
+    ),
     AUTH_RATE_LIMIT_MAX: count(
       10,
       'failed logins per account (its email, in any case) per `AUTH_RATE_LIMIT_WINDOW`, logins still being checked counted with them; ' +

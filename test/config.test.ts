@@ -61,6 +61,7 @@ describe('loadConfig', () => {
       rateLimits: {
         max: 600,
         windowMs: 60_000,
+        writeMax: 120,
         authAccountMax: 10,
         authAddressMax: 100,
         authWindowMs: 15 * 60_000,
@@ -77,6 +78,7 @@ describe('loadConfig', () => {
       env({
         RATE_LIMIT_MAX: '0',
         RATE_LIMIT_WINDOW: '10s',
+        WRITE_RATE_LIMIT_MAX: '30',
         AUTH_RATE_LIMIT_MAX: '3',
         AUTH_ADDRESS_RATE_LIMIT_MAX: '20',
         AUTH_RATE_LIMIT_WINDOW: '1h',
@@ -93,6 +95,7 @@ describe('loadConfig', () => {
     expect(config.rateLimits).toEqual({
       max: 0,
       windowMs: 10_000,
+      writeMax: 30,
       authAccountMax: 3,
       authAddressMax: 20,
       authWindowMs: 3_600_000,

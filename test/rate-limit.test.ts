@@ -113,6 +113,32 @@ describe('general limit per client address', () => {
   });
 });
 
+describe('write budget per account', () => {
+  const write = (app: FastifyInstance, token: string, body: unknown, from: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/articles',
+      remoteAddress: from,
+      headers: { authorization: `Token ${token}` },
+      payload: body as object,
+    });
+
+  it('refuses an account past WRITE_RATE_LIMIT_MAX writes from any address, before its body is validated; reads and others go on', async () => {
+    const app = await appWith({ WRITE_RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW: '1m' });
+    const tokenOf = async (name: string) => (await register(app, name)).body.user.token as string;
+    const [writer, bystander] = [await tokenOf('writer'), await tokenOf('bystander')];
+    const article = { article: { title: 'T', description: 'd', body: 'b' } };
+    for (let i = 0; i < 3; i++) expect((await write(app, writer, article, `198.51.100.${i + 1}`)).statusCode).toBe(201);
+    // A body that would be a 422 is refused before anyone looks at it.
+    const refused = await write(app, writer, { article: { tagList: new Array(100_000).fill('') } }, '198.51.100.9');
+    expect([refused.statusCode, refused.json()]).toEqual([429, RATE_LIMITED]);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    const read = await app.inject({ url: '/api/user', headers: { authorization: `Token ${writer}` } });
+    expect(read.statusCode).toBe(200);
+    expect((await write(app, bystander, article, '198.51.100.1')).statusCode).toBe(201);
+  });
+});
+
 describe('login guard per account', () => {
   const limits = { AUTH_RATE_LIMIT_MAX: '3', AUTH_RATE_LIMIT_WINDOW: '15m' };
 

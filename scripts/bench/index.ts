@@ -126,9 +126,9 @@ function parseOptions(): Options {
     )
     .addHelpText(
       'after',
-      '\nThe server runs with NODE_ENV=production, LOG_LEVEL=info, RATE_LIMIT_MAX=0, AUTH_RATE_LIMIT_MAX=0 and\n' +
-        'AUTH_ADDRESS_RATE_LIMIT_MAX=0 unless --server-env says otherwise: all load comes from one address, so the\n' +
-        'per-address limits would otherwise answer most requests with 429. Every seeded account signs in with one\n' +
+      '\nThe server runs with NODE_ENV=production, LOG_LEVEL=info, RATE_LIMIT_MAX=0, WRITE_RATE_LIMIT_MAX=0,\n' +
+        'AUTH_RATE_LIMIT_MAX=0 and AUTH_ADDRESS_RATE_LIMIT_MAX=0 unless --server-env says otherwise: all load comes\n' +
+        'from one address and a few accounts, so the limits would otherwise answer most requests with 429. Every seeded account signs in with one\n' +
         'password. Server logs, CPU profiles and the seeded SQLite files are under .bench/.\n' +
         '\nThe two-instance scenarios (create-article-2x, favorite-2x) measure the write load on one server, then split\n' +
         'over two servers on the same database (the same connections in all, half to each), and report two / one. On\n' +

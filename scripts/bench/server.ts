@@ -73,8 +73,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...(process.env.UV_THREADPOOL_SIZE && { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
       NODE_ENV: 'production',
       JWT_SECRET,
-      // Every request comes from this one address; the per-address limits would turn the load into 429s.
+      // Every request comes from this one address, and a few accounts write hundreds of times a second: the limits
+      // would turn the load into 429s.
       RATE_LIMIT_MAX: '0',
+      WRITE_RATE_LIMIT_MAX: '0',
       AUTH_RATE_LIMIT_MAX: '0',
       AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
       LOG_LEVEL: 'info',

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Config, RateLimitConfig } from '../config.js';
 import { type HttpError, rateLimited } from '../errors.js';
 import { identityKey } from '../identity.js';
+import { READ_METHODS } from '../read-methods.js';
 import { SettingError, systemProblem } from '../setting-error.js';
 import { loginAttemptsInProcess, loginAttemptsInRedis } from './login-attempts.js';
 
@@ -100,6 +101,19 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
     ...(redis !== null && { redis, nameSpace: `${config.redisKeyPrefix}rate-limit:` }),
   });
   if (config.max > 0) app.addHook('onRequest', app.rateLimit());
+  if (config.writeMax > 0) {
+    // preValidation: after the token names the account, before a body is validated or anything is written.
+    const perAccountWrites = app.createRateLimit({
+      max: config.writeMax,
+      timeWindow: config.windowMs,
+      keyGenerator: (request) => `writes:${request.currentUser!.account.id}`,
+    });
+    app.addHook('preValidation', async (request, reply) => {
+      if (READ_METHODS.has(request.method) || request.currentUser === null) return;
+      const state = await perAccountWrites(request);
+      if (!state.isAllowed && state.isExceeded) throw refuse(reply, state.ttlInSeconds);
+    });
+  }
 
   // Keys say which limit they count: in Redis the plugin files both limiters under the same prefix.
   const limiter = (max: number, key: (request: FastifyRequest) => string) =>

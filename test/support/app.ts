@@ -59,6 +59,7 @@ export function testConfig(databaseUrl: string, overrides: Record<string, string
     DATA_DIR: path.join(tmpdir(), 'conduit-test-data'),
     // The suites send hundreds of requests and registrations a minute from one address; the limits have tests of their own.
     RATE_LIMIT_MAX: '0',
+    WRITE_RATE_LIMIT_MAX: '0',
     AUTH_RATE_LIMIT_MAX: '0',
     AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
     ...overrides,

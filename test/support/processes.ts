@@ -29,7 +29,7 @@ export function childEnv(databaseUrl: string, extra: Record<string, string> = {}
 }
 
 /** For load from one test: a single client address sending far more than the per-address limits allow a real one. */
-export const NO_RATE_LIMITS = { RATE_LIMIT_MAX: '0', AUTH_ADDRESS_RATE_LIMIT_MAX: '0' };
+export const NO_RATE_LIMITS = { RATE_LIMIT_MAX: '0', WRITE_RATE_LIMIT_MAX: '0', AUTH_ADDRESS_RATE_LIMIT_MAX: '0' };
 
 export interface Finished {
   code: number | null;
