@@ -137,6 +137,27 @@ describe('write budget per account', () => {
     expect(read.statusCode).toBe(200);
     expect((await write(app, bystander, article, '198.51.100.1')).statusCode).toBe(201);
   });
+
+  it('charges a unit more per 64 KiB of body, so an account cannot make the server parse megabytes a minute', async () => {
+    const app = await appWith({ WRITE_RATE_LIMIT_MAX: '20', RATE_LIMIT_WINDOW: '1m' });
+    const token = (await register(app, 'bulky')).body.user.token as string;
+    // 640 KiB of body: 1 + 10 units; twice would be 22.
+    const bulky = { article: { title: 'T', description: 'd', body: 'b'.repeat(640 * 1024) } };
+    expect((await write(app, token, bulky, '198.51.100.1')).statusCode).toBe(422); // over 100,000 characters: spent all the same
+    const refused = await write(app, token, bulky, '198.51.100.2');
+    expect([refused.statusCode, refused.json()]).toEqual([429, RATE_LIMITED]);
+    // 9 units remain for small writes.
+    for (let i = 0; i < 9; i++) {
+      expect((await write(app, token, { article: { title: `T${i}`, description: 'd', body: 'b' } }, '198.51.100.3')).statusCode).toBe(201);
+    }
+    expectRateLimited(
+      await write(app, token, { article: { title: 'one more', description: 'd', body: 'b' } }, '198.51.100.3').then((response) => ({
+        status: response.statusCode,
+        headers: response.headers,
+        body: response.json(),
+      })),
+    );
+  });
 });
 
 describe('login guard per account', () => {

@@ -6,7 +6,7 @@ import { type HttpError, rateLimited } from '../errors.js';
 import { identityKey } from '../identity.js';
 import { READ_METHODS } from '../read-methods.js';
 import { SettingError, systemProblem } from '../setting-error.js';
-import { loginAttemptsInProcess, loginAttemptsInRedis } from './login-attempts.js';
+import { budgetInProcess, budgetInRedis } from './budgets.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -85,6 +85,20 @@ async function connectRedis(app: FastifyInstance, url: string): Promise<Redis> {
 }
 
 /**
+ * What a write costs against its account's budget: one unit, and one more per 64 KiB of its body, so that the budget
+ * bounds the bytes an account makes the server parse as well as its requests. An article of ordinary length costs
+ * one unit, a 1 MiB body seventeen; a body sent in chunks, whose length is known only once read, costs as much as
+ * the largest one allowed.
+ */
+const WRITE_UNIT_BYTES = 64 * 1024;
+function writeUnits(request: FastifyRequest): number {
+  const announced = Number(request.headers['content-length']);
+  const chunked = request.headers['transfer-encoding'] !== undefined;
+  const bytes = Number.isSafeInteger(announced) && announced > 0 ? announced : chunked ? request.routeOptions.bodyLimit : 0;
+  return 1 + Math.floor(bytes / WRITE_UNIT_BYTES);
+}
+
+/**
  * A general limit per client address on every route (in onRequest, before auth reads the database), and the
  * registration and login guards. Counters live in this process, or in Redis when set so that every instance
  * shares them. A failing Redis lets requests through: the limits protect the service, they must not take it down.
@@ -101,17 +115,19 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
     ...(redis !== null && { redis, nameSpace: `${config.redisKeyPrefix}rate-limit:` }),
   });
   if (config.max > 0) app.addHook('onRequest', app.rateLimit());
-  if (config.writeMax > 0) {
-    // preValidation: after the token names the account, before a body is validated or anything is written.
-    const perAccountWrites = app.createRateLimit({
-      max: config.writeMax,
-      timeWindow: config.windowMs,
-      keyGenerator: (request) => `writes:${request.currentUser!.account.id}`,
-    });
-    app.addHook('preValidation', async (request, reply) => {
+  const budget = (max: number, windowMs: number) =>
+    max === 0 ? null : redis === null ? budgetInProcess(max, windowMs) : budgetInRedis(redis, config.redisKeyPrefix, max, windowMs);
+
+  const writes = budget(config.writeMax, config.windowMs);
+  if (writes !== null) {
+    // preParsing: after the token names the account, before the body is read, parsed or validated.
+    app.addHook('preParsing', async (request, reply) => {
       if (READ_METHODS.has(request.method) || request.currentUser === null) return;
-      const state = await perAccountWrites(request);
-      if (!state.isAllowed && state.isExceeded) throw refuse(reply, state.ttlInSeconds);
+      const spending = await writes.spend(`writes:${request.currentUser.account.id}`, writeUnits(request));
+      if (spending.allowed) return;
+      // The body is still on its way: closing the connection spares reading (up to 1 MiB of) what will not be used.
+      reply.header('connection', 'close');
+      throw refuse(reply, spending.retryAfterSeconds);
     });
   }
 
@@ -119,13 +135,8 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
   const limiter = (max: number, key: (request: FastifyRequest) => string) =>
     max > 0 ? app.createRateLimit({ max, timeWindow: config.authWindowMs, keyGenerator: key }) : null;
   const perAddress = limiter(config.authAddressMax, (request) => `address:${normalizeIP(request.ip)}`);
-  const { authAccountMax: max, authWindowMs: windowMs } = config;
-  const perAccount =
-    max === 0
-      ? null
-      : redis === null
-        ? loginAttemptsInProcess(max, windowMs)
-        : loginAttemptsInRedis(redis, config.redisKeyPrefix, max, windowMs);
+  const logins = budget(config.authAccountMax, config.authWindowMs);
+  const loginKey = (request: FastifyRequest) => `login-attempts:${accountOf(request)}`;
 
   app.decorate<AuthLimits>('authLimits', {
     async countAttempt(request, reply) {
@@ -133,11 +144,11 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
       if (state && !state.isAllowed && state.isExceeded) throw refuse(reply, state.ttlInSeconds);
     },
     async reserveLogin(request, reply) {
-      const reservation = await perAccount?.reserve(accountOf(request));
-      if (reservation && !reservation.allowed) throw refuse(reply, reservation.retryAfterSeconds);
+      const spending = await logins?.spend(loginKey(request), 1);
+      if (spending && !spending.allowed) throw refuse(reply, spending.retryAfterSeconds);
     },
     async loginSucceeded(request) {
-      await perAccount?.release(accountOf(request));
+      await logins?.refund(loginKey(request), 1);
     },
   });
 }

@@ -1,0 +1,86 @@
+import type { Redis } from 'ioredis';
+
+export interface Spending {
+  allowed: boolean;
+  /** Until the window of this key ends. */
+  retryAfterSeconds: number;
+}
+
+/**
+ * Units a key may spend per fixed window, spent before the work they pay for: however many requests arrive at once,
+ * the ones let through never add up to more than `max`. A spend that would pass `max` is refused and costs nothing;
+ * work that turns out not to count (a successful login) gives its units back.
+ */
+export interface Budget {
+  spend(key: string, units: number): Promise<Spending>;
+  refund(key: string, units: number): Promise<void>;
+}
+
+interface Window {
+  spent: number;
+  endsAt: number;
+}
+
+/**
+ * Keys tracked at once in one process. Each window is a few dozen bytes, so this bounds the map at a few MB; past it
+ * the oldest window is dropped, and filling it takes more distinct accounts than the per-address limits let one
+ * client name within a window.
+ */
+const MAX_TRACKED_KEYS = 100_000;
+
+const secondsUntil = (endsAt: number, now: number) => Math.max(1, Math.ceil((endsAt - now) / 1000));
+
+export function budgetInProcess(max: number, windowMs: number): Budget {
+  const windows = new Map<string, Window>();
+  return {
+    async spend(key, units) {
+      const now = Date.now();
+      let window = windows.get(key);
+      if (window === undefined || window.endsAt <= now) {
+        windows.delete(key);
+        if (windows.size >= MAX_TRACKED_KEYS) windows.delete(windows.keys().next().value!);
+        window = { spent: 0, endsAt: now + windowMs };
+        windows.set(key, window);
+      }
+      const allowed = window.spent + units <= max;
+      if (allowed) window.spent += units;
+      return { allowed, retryAfterSeconds: secondsUntil(window.endsAt, now) };
+    },
+    async refund(key, units) {
+      const window = windows.get(key);
+      if (window !== undefined) window.spent = Math.max(0, window.spent - units);
+    },
+  };
+}
+
+// One script each, so that spending and refusing are one step for every instance sharing Redis.
+const SPEND = `
+local spent = redis.call('INCRBY', KEYS[1], ARGV[3])
+if spent == tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if spent > tonumber(ARGV[2]) then
+  redis.call('DECRBY', KEYS[1], ARGV[3])
+  return {0, ttl}
+end
+return {1, ttl}`;
+const REFUND = `
+local spent = tonumber(redis.call('GET', KEYS[1]) or '0')
+if spent > 0 then redis.call('DECRBY', KEYS[1], math.min(spent, tonumber(ARGV[1]))) end
+return 0`;
+
+/** The same budget kept in Redis for every instance. While Redis fails, work goes ahead, as every other limit does. */
+export function budgetInRedis(redis: Redis, keyPrefix: string, max: number, windowMs: number): Budget {
+  return {
+    async spend(key, units) {
+      try {
+        const [allowed, ttlMs] = (await redis.eval(SPEND, 1, `${keyPrefix}${key}`, windowMs, max, units)) as [number, number];
+        return { allowed: allowed === 1, retryAfterSeconds: secondsUntil(Date.now() + ttlMs, Date.now()) };
+      } catch {
+        return { allowed: true, retryAfterSeconds: Math.ceil(windowMs / 1000) };
+      }
+    },
+    async refund(key, units) {
+      await redis.eval(REFUND, 1, `${keyPrefix}${key}`, units).catch(() => {});
+    },
+  };
+}
