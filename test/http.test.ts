@@ -43,16 +43,12 @@ describeEachDatabase('http', (ctx) => {
 
   // ---------------------------------------------------------------- unknown routes
 
-  it('answers 404 {"errors":{"route":["not found"]}} for unknown routes and methods', async () => {
+  it('answers 404 {"errors":{"route":["not found"]}} for unknown routes', async () => {
     const requests: Array<[InjectOptions['method'], string]> = [
       ['GET', '/api/nope'],
       ['POST', '/api/nope'],
-      ['POST', '/'],
-      ['DELETE', '/api'],
+      ['PATCH', '/api/nope'],
       ['GET', '/users'],
-      ['GET', '/api/users'],
-      ['PATCH', '/api/user'],
-      ['DELETE', '/api/tags'],
       ['GET', '/api/articles/some-slug/comments/1/extra'],
     ];
     for (const [method, url] of requests) {
@@ -61,6 +57,30 @@ describeEachDatabase('http', (ctx) => {
       expect(response.json(), `${method} ${url}`).toEqual(ROUTE_NOT_FOUND);
       expect(response.headers['content-type'], `${method} ${url}`).toBe(JSON_TYPE);
     }
+  });
+
+  it('answers 405 with the methods the path takes in Allow for a method a known path does not take', async () => {
+    // OPTIONS is in every Allow: CORS answers it on every path.
+    const requests: Array<[InjectOptions['method'], string, string]> = [
+      ['PATCH', '/api/articles/some-slug', 'GET, HEAD, DELETE, OPTIONS, PUT'],
+      ['PATCH', '/api/articles/some-slug/', 'GET, HEAD, DELETE, OPTIONS, PUT'],
+      ['POST', '/api/articles/some-slug/comments/1', 'DELETE, OPTIONS'],
+      ['GET', '/api/users', 'OPTIONS, POST'],
+      ['PATCH', '/api/user', 'GET, HEAD, OPTIONS, PUT'],
+      ['DELETE', '/api/tags', 'GET, HEAD, OPTIONS'],
+      ['PROPFIND', '/api/tags?limit=1', 'GET, HEAD, OPTIONS'],
+      ['DELETE', '/api', 'GET, HEAD, OPTIONS'],
+      ['POST', '/', 'GET, HEAD, OPTIONS'],
+    ];
+    for (const [method, url, allow] of requests) {
+      const response = await raw(app(), { method, url });
+      expect(response.status, `${method} ${url}`).toBe(405);
+      expect(response.headers.allow, `${method} ${url}`).toBe(allow);
+      expect(response.json(), `${method} ${url}`).toEqual({ errors: { method: [`${method} is not allowed on this path`] } });
+      expect(response.headers['content-type'], `${method} ${url}`).toBe(JSON_TYPE);
+    }
+    const head = await raw(app(), { method: 'HEAD', url: '/api/users' });
+    expect([head.status, head.headers.allow, head.text]).toEqual([405, 'OPTIONS, POST', '']);
   });
 
   it('answers 404 route for an unknown route even with a token and a body', async () => {
@@ -321,6 +341,7 @@ describeEachDatabase('http', (ctx) => {
       ],
       ['422', { method: 'POST', url: '/api/users', headers: withOrigin(), payload: { user: {} } }],
       ['404', { method: 'GET', url: `/api/profiles/${unique('ghost')}`, headers: withOrigin() }],
+      ['405', { method: 'PATCH', url: '/api/user', headers: withOrigin() }],
       ['400', { method: 'POST', url: '/api/users', headers: withOrigin({ 'content-type': 'application/json' }), payload: '{bad' }],
     ];
     const unreadable: string[] = [];

@@ -69,6 +69,12 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     const refusal = refusedByRouter.get(request.raw);
     if (refusal) throw refusal.error;
+    const allowed = app.supportedMethods.filter((method) => app.findRoute({ method, url: request.url }) !== null);
+    // CORS answers OPTIONS on every path, so that match alone does not make a path known.
+    if (allowed.some((method) => method !== 'OPTIONS')) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(reply, 405, { errors: { method: [`${request.method} is not allowed on this path`] } });
+    }
     return sendError(reply, 404, { errors: { route: ['not found'] } });
   });
 }
