@@ -44,9 +44,12 @@ let attacking = true;
 parentPort.on('message', () => (attacking = false));
 (async () => {
   while (attacking) {
-    const response = await fetch(base + url, { method, headers, body });
-    await response.arrayBuffer();
-    statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    // 0: the server closed the connection before taking the whole body, as it does when it refuses one.
+    const status = await fetch(base + url, { method, headers, body }).then(
+      async (response) => (await response.arrayBuffer(), response.status),
+      () => 0,
+    );
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
   }
   parentPort.postMessage([...statuses]);
 })();

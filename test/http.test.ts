@@ -1,3 +1,4 @@
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
@@ -43,16 +44,12 @@ describeEachDatabase('http', (ctx) => {
 
   // ---------------------------------------------------------------- unknown routes
 
-  it('answers 404 {"errors":{"route":["not found"]}} for unknown routes and methods', async () => {
+  it('answers 404 {"errors":{"route":["not found"]}} for unknown routes', async () => {
     const requests: Array<[InjectOptions['method'], string]> = [
       ['GET', '/api/nope'],
       ['POST', '/api/nope'],
-      ['POST', '/'],
-      ['DELETE', '/api'],
+      ['PATCH', '/api/nope'],
       ['GET', '/users'],
-      ['GET', '/api/users'],
-      ['PATCH', '/api/user'],
-      ['DELETE', '/api/tags'],
       ['GET', '/api/articles/some-slug/comments/1/extra'],
     ];
     for (const [method, url] of requests) {
@@ -61,6 +58,30 @@ describeEachDatabase('http', (ctx) => {
       expect(response.json(), `${method} ${url}`).toEqual(ROUTE_NOT_FOUND);
       expect(response.headers['content-type'], `${method} ${url}`).toBe(JSON_TYPE);
     }
+  });
+
+  it('answers 405 with the methods the path takes in Allow for a method a known path does not take', async () => {
+    // OPTIONS is in every Allow: CORS answers it on every path.
+    const requests: Array<[InjectOptions['method'], string, string]> = [
+      ['PATCH', '/api/articles/some-slug', 'GET, HEAD, DELETE, OPTIONS, PUT'],
+      ['PATCH', '/api/articles/some-slug/', 'GET, HEAD, DELETE, OPTIONS, PUT'],
+      ['POST', '/api/articles/some-slug/comments/1', 'DELETE, OPTIONS'],
+      ['GET', '/api/users', 'OPTIONS, POST'],
+      ['PATCH', '/api/user', 'GET, HEAD, OPTIONS, PUT'],
+      ['DELETE', '/api/tags', 'GET, HEAD, OPTIONS'],
+      ['PROPFIND', '/api/tags?limit=1', 'GET, HEAD, OPTIONS'],
+      ['DELETE', '/api', 'GET, HEAD, OPTIONS'],
+      ['POST', '/', 'GET, HEAD, OPTIONS'],
+    ];
+    for (const [method, url, allow] of requests) {
+      const response = await raw(app(), { method, url });
+      expect(response.status, `${method} ${url}`).toBe(405);
+      expect(response.headers.allow, `${method} ${url}`).toBe(allow);
+      expect(response.json(), `${method} ${url}`).toEqual({ errors: { method: [`${method} is not allowed on this path`] } });
+      expect(response.headers['content-type'], `${method} ${url}`).toBe(JSON_TYPE);
+    }
+    const head = await raw(app(), { method: 'HEAD', url: '/api/users' });
+    expect([head.status, head.headers.allow, head.text]).toEqual([405, 'OPTIONS, POST', '']);
   });
 
   it('answers 404 route for an unknown route even with a token and a body', async () => {
@@ -156,6 +177,71 @@ describeEachDatabase('http', (ctx) => {
     expect(Buffer.byteLength(payload)).toBe(MIB);
     const response = await raw(app(), { method: 'POST', url: '/api/users', headers: { 'content-type': 'application/json' }, payload });
     expect(response.status).toBe(201);
+  });
+
+  it('reads a body compressed with gzip, deflate or br, up to 1 MiB once decoded', async () => {
+    const compressors: Array<[string, (body: string) => Buffer]> = [
+      ['gzip', (body) => gzipSync(body)],
+      ['deflate', (body) => deflateSync(body)],
+      ['br', (body) => brotliCompressSync(body)],
+    ];
+    for (const [encoding, compress] of compressors) {
+      const send = (size: number) =>
+        raw(app(), {
+          method: 'POST',
+          url: '/api/users',
+          headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+          payload: compress(registrationOfSize(size)),
+        });
+      const atLimit = await send(MIB);
+      expect(atLimit.status, encoding).toBe(201);
+      const overLimit = await send(MIB + 1);
+      expect(overLimit.status, encoding).toBe(413);
+      expect(overLimit.json(), encoding).toEqual(TOO_LARGE);
+    }
+  });
+
+  it('refuses a compressed body that expands past 1 MiB with 413 at once, decoding no further than the limit', async () => {
+    const gzipped = (bytes: number) => gzipSync(Buffer.alloc(bytes));
+    // 10 MiB of zeros in 10 KiB; then 512 MiB in 0.5 MiB, as gzip members one after another.
+    const bombs = [gzipped(10 * MIB), Buffer.concat(Array<Buffer>(8).fill(gzipped(64 * MIB)))];
+    for (const bomb of bombs) {
+      const peakBefore = process.resourceUsage().maxRSS;
+      const started = performance.now();
+      const response = await raw(app(), {
+        method: 'POST',
+        url: '/api/users',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        payload: bomb,
+      });
+      expect(response.status).toBe(413);
+      expect(response.json()).toEqual(TOO_LARGE);
+      expect(performance.now() - started).toBeLessThan(1000);
+      // The process's peak memory (KiB) grew by far less than the bomb's decoded size.
+      expect(process.resourceUsage().maxRSS - peakBefore).toBeLessThan(64 * 1024);
+    }
+  });
+
+  it('answers 415 for a Content-Encoding it does not read and 400 for a body not in its Content-Encoding', async () => {
+    const send = (encoding: string, payload: string | Buffer) =>
+      raw(app(), {
+        method: 'POST',
+        url: '/api/users',
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+        payload,
+      });
+    const registration = registrationOfSize(200);
+    for (const encoding of ['zstd', 'compress', 'gzip, br']) {
+      const response = await send(encoding, gzipSync(registration));
+      expect(response.status, encoding).toBe(415);
+      expect(response.json(), encoding).toEqual({ errors: { body: ['has a Content-Encoding other than gzip, deflate or br'] } });
+    }
+    const notGzip = await send('gzip', registration);
+    expect(notGzip.status).toBe(400);
+    expect(notGzip.json()).toEqual({ errors: { body: ['is not valid gzip'] } });
+    // The names are case-insensitive, and identity is no encoding at all.
+    expect((await send(' GZip ', gzipSync(registrationOfSize(200)))).status).toBe(201);
+    expect((await send('identity', registrationOfSize(200))).status).toBe(201);
   });
 
   it('answers 401 before 413 on a route that needs a token', async () => {
@@ -321,6 +407,7 @@ describeEachDatabase('http', (ctx) => {
       ],
       ['422', { method: 'POST', url: '/api/users', headers: withOrigin(), payload: { user: {} } }],
       ['404', { method: 'GET', url: `/api/profiles/${unique('ghost')}`, headers: withOrigin() }],
+      ['405', { method: 'PATCH', url: '/api/user', headers: withOrigin() }],
       ['400', { method: 'POST', url: '/api/users', headers: withOrigin({ 'content-type': 'application/json' }), payload: '{bad' }],
     ];
     const unreadable: string[] = [];

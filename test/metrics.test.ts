@@ -39,6 +39,8 @@ describeEachDatabase('metrics', (ctx) => {
     await call(app, 'GET', '/api/user', { token: user.token });
     await call(app, 'GET', '/no/such/route/a');
     await call(app, 'GET', '/no/such/route/b');
+    // Refused by the router, before any route: counted all the same.
+    await call(app, 'GET', '/api/articles/%E0%A4%A');
 
     const text = await scrape(app);
     expect(sample(text, REQUESTS, { method: 'POST', route: '/api/users', status_code: '201' })).toBe(1);
@@ -48,6 +50,7 @@ describeEachDatabase('metrics', (ctx) => {
     expect(sample(text, REQUESTS, { method: 'GET', route: '/api/user', status_code: '401' })).toBe(1);
     expect(sample(text, REQUESTS, { method: 'GET', route: '/api/user', status_code: '200' })).toBe(1);
     expect(sample(text, REQUESTS, { method: 'GET', route: '__unknown__', status_code: '404' })).toBe(2);
+    expect(sample(text, REQUESTS, { method: 'GET', route: '__unknown__', status_code: '400' })).toBe(1);
     expect(text).not.toContain('missing-slug');
     expect(text).not.toContain('/no/such/route');
 

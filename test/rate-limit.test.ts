@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { gzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -157,6 +158,20 @@ describe('write budget per account', () => {
         body: response.json(),
       })),
     );
+  });
+
+  it('charges a compressed body as the largest allowed, since its size is known only once decoded', async () => {
+    const app = await appWith({ WRITE_RATE_LIMIT_MAX: '20', RATE_LIMIT_WINDOW: '1m' });
+    const token = (await register(app, 'zipper')).body.user.token as string;
+    const send = (title: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/articles',
+        headers: { authorization: `Token ${token}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        payload: gzipSync(JSON.stringify({ article: { title, description: 'd', body: 'b' } })),
+      });
+    expect((await send('first')).statusCode).toBe(201);
+    expect((await send('second')).statusCode).toBe(429);
   });
 });
 

@@ -88,6 +88,20 @@ describe('request ids and logs', () => {
     expect(entries[1]?.responseTime).toEqual(expect.any(Number));
   });
 
+  it('logs a URL the router refuses like any other request: one line at info, with the URL as the client sent it', async () => {
+    const id = unique('refused-');
+    const response = await app.inject({ url: '/api/articles/%E0%A4%A', headers: { 'x-request-id': id } });
+    expect(response.statusCode).toBe(400);
+    const entries = logged().filter((entry) => entry.reqId === id && Number(entry.level) >= 30);
+    expect(entries).toEqual([
+      expect.objectContaining({
+        msg: 'request completed',
+        req: expect.objectContaining({ url: '/api/articles/%E0%A4%A' }),
+        res: { statusCode: 400 },
+      }),
+    ]);
+  });
+
   it('does not log successful probes or scrapes, even at trace level', async () => {
     await call(app, 'GET', '/health/live');
     await call(app, 'GET', '/health/ready');

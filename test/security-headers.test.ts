@@ -41,6 +41,25 @@ describe('security headers', () => {
     }
   });
 
+  it('are on answers the router gives before routing, with the CORS headers of any other error', async () => {
+    const send = (url: string, remoteAddress: string) => app.inject({ url, remoteAddress, headers: { origin: 'https://app.example.com' } });
+    const notFound = await send('/api/no-such-route', '192.0.2.5');
+    const refused = [await send('/api/articles/%E0%A4%A', '192.0.2.6'), await send(`/api/articles/${'a'.repeat(2000)}`, '192.0.2.7')];
+    expect(notFound.statusCode).toBe(404);
+    expect(refused.map((answer) => [answer.statusCode, answer.json()])).toEqual([
+      [400, { errors: { url: ['is malformed'] } }],
+      [414, { errors: { url: ['is too long'] } }],
+    ]);
+    // All but the headers that differ from one answer to the next: CORS and rate limit ones included.
+    const comparable = ({ date: _date, 'content-length': _length, 'x-request-id': _id, ...rest }: Record<string, unknown>) => rest;
+    for (const answer of refused) {
+      const label = String(answer.statusCode);
+      expect(answer.headers['x-request-id'], label).toBeDefined();
+      expect(comparable(answer.headers), label).toEqual(comparable(notFound.headers));
+      expect(answer.headers, label).toMatchObject({ ...API_HEADERS, 'access-control-allow-origin': 'https://app.example.com' });
+    }
+  });
+
   it('give /docs a policy that lets the page run its own scripts and call only this server', async () => {
     for (const url of ['/docs', '/docs/static/swagger-ui-bundle.js']) {
       const response = await app.inject({ url, remoteAddress: '192.0.2.3' });

@@ -1,6 +1,7 @@
-import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { type AddressInfo, connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { unique } from './support/client.js';
@@ -186,3 +187,42 @@ for (const kind of DATABASES) {
     });
   });
 }
+
+describe('a client that goes away mid-request', () => {
+  let scratch: ScratchDatabase | undefined;
+  let app: FastifyInstance | undefined;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('sqlite');
+    app = await buildApp(testConfig(scratch.url, { LOG_LEVEL: 'debug' }), { logStream: { write: (line) => void lines.push(line) } });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await scratch?.drop();
+  });
+
+  it('is logged at info as a client that closed the connection, not as a database outage', async () => {
+    const id = unique('gone-');
+    const ofRequest = () => lines.map((line) => JSON.parse(line)).filter((entry) => entry.reqId === id);
+    const socket = connect((app!.server.address() as AddressInfo).port, '127.0.0.1');
+    await once(socket, 'connect');
+    // A body shorter than its Content-Length: the server is still waiting for the rest when the socket closes.
+    socket.write(
+      `POST /api/users HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: ${id}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"user":{"username":',
+    );
+    await vi.waitFor(() => expect(ofRequest().map((entry) => entry.msg)).toContain('incoming request'));
+    socket.destroy();
+
+    await vi.waitFor(() => expect(ofRequest().filter((entry) => entry.level >= 30)).not.toEqual([]));
+    // Anything logged late would show up here too.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(ofRequest().filter((entry) => entry.level >= 30)).toEqual([
+      expect.objectContaining({ level: 30, msg: 'the client closed the connection before sending its whole request' }),
+    ]);
+    expect(JSON.stringify(ofRequest())).not.toMatch(/database/i);
+  });
+});

@@ -1,8 +1,8 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { uniqueViolation } from '../db/constraints.js';
 import { isUnavailable } from '../db/unavailable.js';
 import { alreadyTaken, HttpError } from '../errors.js';
-import { REQUEST_ID_HEADER } from './logging.js';
 import { validationErrors } from './validation.js';
 
 type ErrorBody = { errors: Record<string, string[]> };
@@ -19,6 +19,7 @@ const FRAMEWORK_ERRORS: Record<string, [number, ErrorBody]> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, { errors: { body: ['must be sent as application/json'] } }],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, { errors: { body: ['does not match its Content-Length'] } }],
   FST_ERR_BAD_URL: [400, { errors: { url: ['is malformed'] } }],
+  FST_ERR_MAX_PARAM_LENGTH: [414, { errors: { url: ['is too long'] } }],
 };
 
 function toResponse(error: FastifyError | HttpError): [number, ErrorBody] | null {
@@ -49,7 +50,12 @@ export function sendUnavailable(reply: FastifyReply): FastifyReply {
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
-    if (isUnavailable(error)) {
+    // The request's own stream failed: the client closed the connection before its whole body arrived. Node calls
+    // that ECONNRESET, which the next check would take for a lost database connection. The 400 Fastify marks it
+    // with is answered below, to no one.
+    if (error === request.raw.errored) {
+      request.log.info('the client closed the connection before sending its whole request');
+    } else if (isUnavailable(error)) {
       request.log.warn({ err: error }, 'the database is unavailable');
       return sendUnavailable(reply);
     }
@@ -60,12 +66,37 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendError(reply, 500, INTERNAL);
   });
 
-  app.setNotFoundHandler((_request, reply) => sendError(reply, 404, { errors: { route: ['not found'] } }));
+  // The client's URL is back as soon as the request enters the lifecycle, for the hooks, the handler and the logs.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const refusal = refusedByRouter.get(request.raw);
+    if (refusal) request.raw.url = refusal.url;
+    done();
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const refusal = refusedByRouter.get(request.raw);
+    if (refusal) throw refusal.error;
+    const allowed = app.supportedMethods.filter((method) => app.findRoute({ method, url: request.url }) !== null);
+    // CORS answers OPTIONS on every path, so that match alone does not make a path known.
+    if (allowed.some((method) => method !== 'OPTIONS')) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(reply, 405, { errors: { method: [`${request.method} is not allowed on this path`] } });
+    }
+    return sendError(reply, 404, { errors: { route: ['not found'] } });
+  });
 }
 
-/** Errors raised before routing (a URL that cannot be decoded) reach this hook rather than the handler. */
+/** Requests the router could not take (a URL that cannot be decoded, a segment over the length cap): why, and their URL. */
+const refusedByRouter = new WeakMap<IncomingMessage, { error: FastifyError; url: string }>();
+/** Matches no route, so it reaches the not-found handler; no client can send it (the HTTP parser refuses a NUL). */
+const UNROUTABLE_URL = '/\u0000';
+
+/**
+ * Errors raised before routing reach this hook, outside the lifecycle: none of the hooks every other answer passes
+ * through (request id, CORS, security headers, limits, metrics, the request log line) would run. So the request is
+ * routed again, on a URL that takes it through all of them to the not-found handler, which answers with the error.
+ */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const [status, body] = toResponse(error) ?? [500, INTERNAL];
-  reply.header(REQUEST_ID_HEADER, request.id);
-  void sendError(reply, status, body);
+  refusedByRouter.set(request.raw, { error, url: request.url });
+  request.raw.url = UNROUTABLE_URL;
+  request.server.routing(request.raw, reply.raw);
 }

@@ -16,7 +16,7 @@ export interface LogDestination {
   write(line: string): void;
 }
 
-export const REQUEST_ID_HEADER = 'x-request-id';
+const REQUEST_ID_HEADER = 'x-request-id';
 
 /** A caller's id is echoed in a header and written to every log line: no spaces, quotes or control characters, nothing huge. */
 const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -30,10 +30,7 @@ export function requestIdFor(request: IncomingMessage): string {
   return typeof sent === 'string' && ACCEPTED_REQUEST_ID.test(sent) ? sent : randomUUID();
 }
 
-/**
- * Added before any other onRequest hook, so that answers cut short there (a 401, a preflight) carry it too.
- * Errors raised before routing never reach the hooks; `frameworkErrors` sets the header itself.
- */
+/** Added before any other onRequest hook, so that answers cut short there (a 401, a preflight) carry it too. */
 export function installRequestIdHeader(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);

@@ -45,9 +45,9 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE']);
  * The error statuses a route can answer with that come from the plugins every request passes through rather than
  * from its handler, so its own schema does not list them: a URL that cannot be decoded (400), the general rate
  * limit (429), an unexpected failure (500), overload or an unavailable database (503); a token that is missing or
- * bad (401, auth.ts); a body that is not JSON, too large, of another media type or with NUL characters or too deep
- * (400, 413, 415, 422, errors.ts and json-body.ts); an idempotency key that is blank, reused or still in use
- * (422, 409, idempotency.ts); a query, path or body that fails its schema (422).
+ * bad (401, auth.ts); a body that is not JSON, too large, of another media type or encoding, or with NUL characters
+ * or too deep (400, 413, 415, 422, errors.ts and json-body.ts); an idempotency key that is blank, reused or still
+ * in use (422, 409, idempotency.ts); a query, path or body that fails its schema (422).
  */
 function sharedErrorStatuses(route: RouteOptions, schema: FastifySchema): number[] {
   const methods = [route.method].flat();

@@ -87,14 +87,16 @@ async function connectRedis(app: FastifyInstance, url: string): Promise<Redis> {
 /**
  * What a write costs against its account's budget: one unit, and one more per 64 KiB of its body, so that the budget
  * bounds the bytes an account makes the server parse as well as its requests. An article of ordinary length costs
- * one unit, a 1 MiB body seventeen; a body sent in chunks, whose length is known only once read, costs as much as
- * the largest one allowed.
+ * one unit, a 1 MiB body seventeen; a body whose size is known only once read (sent in chunks, or compressed) costs
+ * as much as the largest one allowed.
  */
 const WRITE_UNIT_BYTES = 64 * 1024;
 function writeUnits(request: FastifyRequest): number {
-  const announced = Number(request.headers['content-length']);
-  const chunked = request.headers['transfer-encoding'] !== undefined;
-  const bytes = Number.isSafeInteger(announced) && announced > 0 ? announced : chunked ? request.routeOptions.bodyLimit : 0;
+  const { headers } = request;
+  const announced = Number(headers['content-length']);
+  const compressed = headers['content-encoding'] !== undefined && headers['content-encoding'].trim().toLowerCase() !== 'identity';
+  const sizeUnknown = compressed || (headers['transfer-encoding'] !== undefined && !(announced > 0));
+  const bytes = sizeUnknown ? request.routeOptions.bodyLimit : Number.isSafeInteger(announced) && announced > 0 ? announced : 0;
   return 1 + Math.floor(bytes / WRITE_UNIT_BYTES);
 }
 
