@@ -38,6 +38,17 @@ describe('overload', () => {
     for (const url of ['/health/live', '/health/ready', '/metrics']) expect(await status(app, url), url).toBe(200);
   });
 
+  it('sheds the client causing the load and keeps answering the others', async () => {
+    const app = await appWith({ OVERLOAD_RSS_MB: '1' });
+    const from = async (remoteAddress: string) => (await app.inject({ url: '/api/tags', remoteAddress })).statusCode;
+    await expect.poll(() => from('203.0.113.66'), { timeout: 3000 }).toBe(503);
+    // The flood: this address is the busiest, and every request of it is refused.
+    const flood = await Promise.all(Array.from({ length: 50 }, () => from('203.0.113.66')));
+    expect(new Set(flood)).toEqual(new Set([503]));
+    // Clients sending a fraction of that are served all the while.
+    for (const bystander of ['198.51.100.1', '198.51.100.2', '2001:db8::1']) expect(await from(bystander), bystander).toBe(200);
+  });
+
   it('answers 503 while the event loop lags past OVERLOAD_EVENT_LOOP_DELAY_MS, and serves again once it catches up', async () => {
     const app = await appWith({ OVERLOAD_EVENT_LOOP_DELAY_MS: '50' });
     expect(await status(app, '/api/tags')).toBe(200);
