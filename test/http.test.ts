@@ -416,6 +416,8 @@ describeEachDatabase('http', (ctx) => {
       expect(response.status, label).toBeGreaterThanOrEqual(400);
       const allowed = response.headers['access-control-allow-origin'];
       if (allowed !== ORIGIN && allowed !== '*') unreadable.push(`${label} (${response.status})`);
+      // A 405 says which methods would do: the page may read that too.
+      if (response.status === 405) expect(String(response.headers['access-control-expose-headers'])).toMatch(/\ballow\b/i);
     }
     // Without Access-Control-Allow-Origin the browser hides the body, so a client cannot tell "log in again" apart.
     expect(unreadable).toEqual([]);
