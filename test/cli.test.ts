@@ -72,6 +72,7 @@ const MIGRATIONS = [
   '0005_counts_by_triggers',
   '0006_tag_list_order',
   '0007_username_skeletons',
+  '0008_route_word_slugs',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

@@ -91,4 +91,23 @@ for (const kind of DATABASES) {
       ).toBe('paypal#2');
     });
   });
+
+  describe(`migration 0008 (route words as slugs) on existing data [${kind}]`, () => {
+    const database = scratchHandle(kind, { migrate: false });
+
+    it('renames an article whose slug is a route word, to a slug that is free', async () => {
+      const handle = database();
+      unwrap(await createMigrator(handle).migrateTo('0007_username_skeletons'));
+      await sql`insert into users (id, username, username_key, username_skeleton, email, email_key, password_hash, created_at, updated_at)
+        values (1, 'a', 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1)`.execute(handle.db);
+      await sql`insert into articles (id, slug, title, description, body, author_id, created_at, updated_at) values
+        (1, 'feed', 'Feed', 'd', 'b', 1, 1, 1), (2, 'feed-article', 'Feed article', 'd', 'b', 1, 2, 2)`.execute(handle.db);
+      unwrap(await createMigrator(handle).migrateTo('0008_route_word_slugs'));
+      const slugs = await handle.db.selectFrom('articles').select(['id', 'slug']).orderBy('id').execute();
+      expect(slugs).toEqual([
+        { id: 1, slug: 'feed-article-1' },
+        { id: 2, slug: 'feed-article' },
+      ]);
+    });
+  });
 }
