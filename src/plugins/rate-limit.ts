@@ -102,9 +102,9 @@ function writeUnits(request: FastifyRequest): number {
 }
 
 /**
- * A general limit per client address on every route (in onRequest, before auth reads the database), and the
- * registration and login guards. Counters live in this process, or in Redis when set so that every instance
- * shares them. A failing Redis lets requests through: the limits protect the service, they must not take it down.
+ * A general limit per client address on every route (in onRequest, before auth reads the database), a write budget
+ * per signed-in account (before the body is read), and the registration and login guards. Counters live in this
+ * process, or in Redis when set so that every instance shares them. A failing Redis lets requests through: the limits protect the service, they must not take it down.
  */
 export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig): Promise<void> {
   const redis = config.redisUrl === null ? null : await connectRedis(app, config.redisUrl);
