@@ -56,7 +56,7 @@ export interface RateLimitConfig {
   /** Requests per client address, on every route but the probes and /metrics. */
   max: number;
   windowMs: number;
-  /** Requests that write, per signed-in account, in the same window. */
+  /** Units of writing (rate-limit.ts `writeUnits`) per signed-in account, in the same window. */
   writeMax: number;
   /** Failed logins per account (its lower-cased email). */
   authAccountMax: number;

@@ -130,8 +130,8 @@ export const SETTINGS = Type.Object(
     RATE_LIMIT_WINDOW: duration('1m', 'a duration, written like `JWT_EXPIRES_IN`'),
     WRITE_RATE_LIMIT_MAX: count(
       120,
-      'requests that write (every method but GET, HEAD and OPTIONS) per signed-in account per `RATE_LIMIT_WINDOW`, from any ' +
-        'address, checked before the body is validated; `0` off',
+      'units of writing (every method but GET, HEAD and OPTIONS) per signed-in account per `RATE_LIMIT_WINDOW`, from any ' +
+        'address: one per request plus one per 64 KiB of body (17 when its size is unknown), spent before the body is read; `0` off',
     ),
     AUTH_RATE_LIMIT_MAX: count(
       10,

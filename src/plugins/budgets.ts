@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { setWithin } from '../bounded-map.js';
 
 export interface Spending {
   allowed: boolean;
@@ -28,7 +29,7 @@ interface Window {
  */
 const MAX_TRACKED_KEYS = 100_000;
 
-const secondsUntil = (endsAt: number, now: number) => Math.max(1, Math.ceil((endsAt - now) / 1000));
+const wholeSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export function budgetInProcess(max: number, windowMs: number): Budget {
   const windows = new Map<string, Window>();
@@ -37,14 +38,14 @@ export function budgetInProcess(max: number, windowMs: number): Budget {
       const now = Date.now();
       let window = windows.get(key);
       if (window === undefined || window.endsAt <= now) {
+        // A fresh window goes to the back of the queue of what is dropped first.
         windows.delete(key);
-        if (windows.size >= MAX_TRACKED_KEYS) windows.delete(windows.keys().next().value!);
         window = { spent: 0, endsAt: now + windowMs };
-        windows.set(key, window);
+        setWithin(windows, MAX_TRACKED_KEYS, key, window);
       }
       const allowed = window.spent + units <= max;
       if (allowed) window.spent += units;
-      return { allowed, retryAfterSeconds: secondsUntil(window.endsAt, now) };
+      return { allowed, retryAfterSeconds: wholeSeconds(window.endsAt - now) };
     },
     async refund(key, units) {
       const window = windows.get(key);
@@ -74,9 +75,9 @@ export function budgetInRedis(redis: Redis, keyPrefix: string, max: number, wind
     async spend(key, units) {
       try {
         const [allowed, ttlMs] = (await redis.eval(SPEND, 1, `${keyPrefix}${key}`, windowMs, max, units)) as [number, number];
-        return { allowed: allowed === 1, retryAfterSeconds: secondsUntil(Date.now() + ttlMs, Date.now()) };
+        return { allowed: allowed === 1, retryAfterSeconds: wholeSeconds(ttlMs) };
       } catch {
-        return { allowed: true, retryAfterSeconds: Math.ceil(windowMs / 1000) };
+        return { allowed: true, retryAfterSeconds: wholeSeconds(windowMs) };
       }
     },
     async refund(key, units) {

@@ -95,16 +95,19 @@ const WRITE_UNIT_BYTES = 64 * 1024;
 function writeUnits(request: FastifyRequest): number {
   const { headers } = request;
   const announced = Number(headers['content-length']);
+  const known = Number.isSafeInteger(announced) && announced > 0;
   const compressed = headers['content-encoding'] !== undefined && headers['content-encoding'].trim().toLowerCase() !== 'identity';
-  const sizeUnknown = compressed || (headers['transfer-encoding'] !== undefined && !(announced > 0));
-  const bytes = sizeUnknown ? request.routeOptions.bodyLimit : Number.isSafeInteger(announced) && announced > 0 ? announced : 0;
+  const chunked = headers['transfer-encoding'] !== undefined && !known;
+  let bytes = known ? announced : 0;
+  if (compressed || chunked) bytes = request.routeOptions.bodyLimit;
   return 1 + Math.floor(bytes / WRITE_UNIT_BYTES);
 }
 
 /**
  * A general limit per client address on every route (in onRequest, before auth reads the database), a write budget
  * per signed-in account (before the body is read), and the registration and login guards. Counters live in this
- * process, or in Redis when set so that every instance shares them. A failing Redis lets requests through: the limits protect the service, they must not take it down.
+ * process, or in Redis when set so that every instance shares them. A failing Redis lets requests through: the
+ * limits protect the service, they must not take it down.
  */
 export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig): Promise<void> {
   const redis = config.redisUrl === null ? null : await connectRedis(app, config.redisUrl);

@@ -99,8 +99,13 @@ export async function startServer(script: string, args: string[], env: NodeJS.Pr
 }
 
 /** One JSON request over HTTP; the parsed body, or undefined when empty. */
-export async function request(base: string, method: string, url: string, options: { token?: string; body?: unknown } = {}) {
-  const headers: Record<string, string> = {};
+export async function request(
+  base: string,
+  method: string,
+  url: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
+  const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Token ${options.token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(`${base}${url}`, {

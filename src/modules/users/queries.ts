@@ -26,11 +26,6 @@ export function findLoginByEmail(db: Executor, email: string) {
     .executeTakeFirst();
 }
 
-export async function usernameTaken(db: Executor, username: string): Promise<boolean> {
-  const row = await db.selectFrom('users').select('id').where('username_key', '=', identityKey(username)).executeTakeFirst();
-  return row !== undefined;
-}
-
 export function insertAccount(
   db: Executor,
   user: { username: string; email: string; passwordHash: string },

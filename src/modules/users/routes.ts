@@ -5,17 +5,10 @@ import type { Executor } from '../../db/index.js';
 import { alreadyTaken, invalidCredentials } from '../../errors.js';
 import type { SecretFreeReplay } from '../../plugins/idempotency.js';
 import { errorResponses } from '../../schemas.js';
+import { findProfile } from '../profiles/queries.js';
 import { signedIn } from './auth.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import {
-  type Account,
-  type AccountChanges,
-  findLoginByEmail,
-  findSignedInAccount,
-  insertAccount,
-  updateAccount,
-  usernameTaken,
-} from './queries.js';
+import { type Account, type AccountChanges, findLoginByEmail, findSignedInAccount, insertAccount, updateAccount } from './queries.js';
 import { LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
 import { canonicalUsername } from './username.js';
 
@@ -34,7 +27,7 @@ async function namingTakenUsername<T>(db: Executor, username: string | undefined
   try {
     return await write();
   } catch (error) {
-    if (username !== undefined && uniqueViolation(error) === 'lookalike' && (await usernameTaken(db, username))) {
+    if (username !== undefined && uniqueViolation(error) === 'lookalike' && (await findProfile(db, username, null))) {
       throw alreadyTaken('username');
     }
     throw error;
