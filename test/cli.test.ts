@@ -73,6 +73,7 @@ const MIGRATIONS = [
   '0006_tag_list_order',
   '0007_username_skeletons',
   '0008_route_word_slugs',
+  '0009_events',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

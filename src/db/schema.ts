@@ -106,6 +106,65 @@ export interface IdempotencyKeysTable {
   created_at: EpochMs;
 }
 
+/** The outbox: one row per change users or integrators may care about, written in the change's own transaction. */
+export interface EventsTable {
+  id: Generated<number>;
+  /** PostgreSQL's transaction id (0 on SQLite): the stream reads in (tx, id) order, see events/stream.ts. */
+  tx: Generated<number>;
+  type: string;
+  actor_id: number | null;
+  owner_id: number | null;
+  article_id: number | null;
+  public: number;
+  /** The event's `data` as JSON, in the API's own shapes. */
+  data: string;
+  created_at: EpochMs;
+}
+
+export interface NotificationsTable {
+  id: Generated<number>;
+  recipient_id: number;
+  kind: string;
+  actor_id: number;
+  article_id: number | null;
+  comment_id: number | null;
+  endpoint_id: number | null;
+  /** The event that made it; null for notices the app makes itself (an endpoint disabled). */
+  event_id: number | null;
+  created_at: EpochMs;
+}
+
+/** How far each user has read their notifications. */
+export interface NotificationMarksTable {
+  user_id: number;
+  read_up_to: number;
+}
+
+export interface WebhookEndpointsTable {
+  id: Generated<number>;
+  owner_id: number;
+  url: string;
+  event_mask: number;
+  secret: string;
+  enabled: Generated<number>;
+  disabled_reason: string | null;
+  created_at: EpochMs;
+}
+
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  endpoint_id: number;
+  event_id: number;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: Generated<number>;
+  next_attempt_at: EpochMs;
+  last_status: number | null;
+  last_latency_ms: number | null;
+  last_error: string | null;
+  created_at: EpochMs;
+  finished_at: EpochMs | null;
+}
+
 export interface Database {
   users: UsersTable;
   follows: FollowsTable;
@@ -116,6 +175,11 @@ export interface Database {
   article_totals: ArticleTotalsTable;
   comments: CommentsTable;
   idempotency_keys: IdempotencyKeysTable;
+  events: EventsTable;
+  notifications: NotificationsTable;
+  notification_marks: NotificationMarksTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 /** A database handle or a transaction: every query function takes one as its first argument. */

@@ -74,8 +74,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      const id = await createArticle(request.db, me, request.body.article, Date.now());
-      return reply.code(201).send(await articleView(request.db, { id }, me));
+      return reply.code(201).send(await createArticle(request.db, me, request.body.article, Date.now()));
     },
   );
 
@@ -110,8 +109,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const me = signedIn(request).account.id;
       const article = await ownArticle(request.db, request.params.slug, me);
-      if (!(await updateArticle(request.db, article, request.body.article, Date.now()))) throw notFound('article');
-      return articleView(request.db, { id: article.id }, me);
+      const answer = await updateArticle(request.db, article, request.body.article, Date.now());
+      if (answer === undefined) throw notFound('article');
+      return answer;
     },
   );
 
@@ -128,8 +128,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const article = await ownArticle(request.db, request.params.slug, signedIn(request).account.id);
-      await deleteArticle(request.db, article);
+      const { slug } = request.params;
+      const article = await ownArticle(request.db, slug, signedIn(request).account.id);
+      await deleteArticle(request.db, { ...article, slug }, Date.now());
       return reply.code(204).send(null);
     },
   );
@@ -150,15 +151,16 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
       },
       handler: async (request) => {
-        const me = signedIn(request).account.id;
-        const article = await existingArticleRef(request.db, request.params.slug);
+        const me = signedIn(request).account;
+        const { slug } = request.params;
+        const article = await existingArticleRef(request.db, slug);
         try {
-          await setFavorite(request.db, me, article, favorite, Date.now());
+          await setFavorite(request.db, me, { ...article, slug }, favorite, Date.now());
         } catch (error) {
           if (isForeignKeyViolation(error)) throw notFound('article');
           throw error;
         }
-        return articleView(request.db, { id: article.id }, me);
+        return articleView(request.db, { id: article.id }, me.id);
       },
     });
   }

@@ -2,11 +2,18 @@ import { uniqueViolation } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
+import { appendEvent } from '../events/outbox.js';
+import { toProfile } from '../profiles/queries.js';
+import type { Account } from '../users/queries.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 import { byCodePoint, normalizeTags } from './tags.js';
+import { getArticleAnswer } from './view.js';
 
 const SLUG_ATTEMPTS = 5;
+
+/** Who does a write, with what the event shows of them. */
+export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
 
 /** The few columns that decide existence and ownership, before any write. */
 export function findArticleRef(db: Executor, slug: string) {
@@ -75,7 +82,26 @@ async function withFreeSlug<T>(db: Executor, title: string, write: (trx: Executo
   }
 }
 
-export function createArticle(db: Executor, authorId: number, article: NewArticle, now: number): Promise<number> {
+type ArticleAnswer = NonNullable<Awaited<ReturnType<typeof getArticleAnswer>>>;
+
+/**
+ * The article as its author now sees it, read inside the write's transaction: the answer to the request, and (with
+ * `favorited` as anyone else sees it) the event's data. The author never follows themselves, so only that flag
+ * differs.
+ */
+async function recordArticleEvent(trx: Executor, type: 'article.created' | 'article.updated', id: number, authorId: number, now: number) {
+  const answer = await getArticleAnswer(trx, { id }, authorId);
+  if (answer === undefined) throw new Error(`article ${id} vanished inside its own transaction`);
+  await appendEvent(
+    trx,
+    { type, actorId: authorId, ownerId: authorId, articleId: id, data: { article: { ...answer.article, favorited: false } } },
+    now,
+  );
+  return answer;
+}
+
+/** Creates the article and answers it as its author sees it. */
+export function createArticle(db: Executor, authorId: number, article: NewArticle, now: number): Promise<ArticleAnswer> {
   return withFreeSlug(db, article.title, async (trx, slug) => {
     // The new article row is the one lock no one else can be waiting for, so its tags go first here.
     const tagIds = await lockTags(trx, normalizeTags(article.tagList ?? []));
@@ -93,11 +119,11 @@ export function createArticle(db: Executor, authorId: number, article: NewArticl
       .returning('id')
       .executeTakeFirstOrThrow();
     await linkTags(trx, { id, created_at: now }, tagIds);
-    return id;
+    return recordArticleEvent(trx, 'article.created', id, authorId, now);
   });
 }
 
-/** Applies a partial update; returns false when the article vanished meanwhile. */
+/** Applies a partial update and answers the article as its author sees it; undefined when it vanished meanwhile. */
 export async function updateArticle(db: Executor, article: ArticleRef, changes: ArticleChanges, now: number) {
   // updatedAt must move on every update, even two within one millisecond.
   const updatedAt = Math.max(now, article.updated_at + 1);
@@ -114,9 +140,9 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
       })
       .where('id', '=', article.id)
       .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) return false;
+    if (result.numUpdatedRows === 0n) return undefined;
     if (changes.tagList !== undefined) await replaceTags(trx, article, normalizeTags(changes.tagList));
-    return true;
+    return recordArticleEvent(trx, 'article.updated', article.id, article.author_id, now);
   };
   return titleChanged ? withFreeSlug(db, changes.title!, write) : inTransaction(db, (trx) => write(trx));
 }
@@ -148,7 +174,7 @@ async function replaceTags(trx: Executor, article: ArticleRef, names: string[]):
  * favorited it, in id order) are locked first, in the order every other write takes them: two deletes whose
  * authors favorited each other's articles would otherwise lock those two users in opposite orders.
  */
-export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>): Promise<void> {
+export function deleteArticle(db: Executor, article: ArticleRef & { slug: string }, now: number): Promise<void> {
   return inTransaction(db, async (trx) => {
     if (dialectOf(trx) === 'postgres') {
       await trx.selectFrom('articles').select('id').where('id', '=', article.id).forUpdate().execute();
@@ -171,38 +197,70 @@ export function deleteArticle(db: Executor, article: Pick<ArticleRef, 'id' | 'au
         .forNoKeyUpdate()
         .execute();
     }
-    await trx.deleteFrom('articles').where('id', '=', article.id).execute();
+    const deleted = await trx.deleteFrom('articles').where('id', '=', article.id).executeTakeFirst();
+    if (deleted.numDeletedRows === 0n) return;
+    await appendEvent(
+      trx,
+      {
+        type: 'article.deleted',
+        actorId: article.author_id,
+        ownerId: article.author_id,
+        articleId: article.id,
+        data: { article: { slug: article.slug, title: article.title } },
+      },
+      now,
+    );
   });
 }
 
 /**
- * Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes.
- * One statement that reads the article row, and on PostgreSQL locks it, before it touches the favorite row: the
- * order a delete of the article takes them, so the two cannot deadlock. A favorite of an article deleted
- * meanwhile writes nothing; the answer's read then finds no article.
+ * Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes;
+ * only a real change is an event. One statement that reads the article row, and on PostgreSQL locks it, before it
+ * touches the favorite row: the order a delete of the article takes them, so the two cannot deadlock. A favorite of
+ * an article deleted meanwhile writes nothing; the answer's read then finds no article.
  */
-export async function setFavorite(db: Executor, userId: number, article: Pick<ArticleRef, 'id'>, favorite: boolean, now: number) {
-  const locksRows = dialectOf(db) === 'postgres';
-  const theArticle = db
-    .selectFrom('articles')
-    .where('articles.id', '=', article.id)
-    .$if(locksRows, (query) => query.forNoKeyUpdate());
-  if (favorite) {
-    await db
-      .insertInto('favorites')
-      .columns(['user_id', 'article_id', 'article_created_at', 'created_at'])
-      .expression(
-        // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
-        theArticle.select((eb) => [
-          eb.cast<number>(eb.val(userId), 'integer').as('user_id'),
-          'articles.id',
-          'articles.created_at',
-          eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
-        ]),
-      )
-      .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
-      .execute();
-  } else {
-    await db.deleteFrom('favorites').where('user_id', '=', userId).where('article_id', '=', theArticle.select('articles.id')).execute();
-  }
+export function setFavorite(db: Executor, actor: Actor, article: ArticleRef & { slug: string }, favorite: boolean, now: number) {
+  return inTransaction(db, async (trx) => {
+    const locksRows = dialectOf(trx) === 'postgres';
+    const theArticle = trx
+      .selectFrom('articles')
+      .where('articles.id', '=', article.id)
+      .$if(locksRows, (query) => query.forNoKeyUpdate());
+    const changed = favorite
+      ? (
+          await trx
+            .insertInto('favorites')
+            .columns(['user_id', 'article_id', 'article_created_at', 'created_at'])
+            .expression(
+              // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
+              theArticle.select((eb) => [
+                eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
+                'articles.id',
+                'articles.created_at',
+                eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
+              ]),
+            )
+            .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
+            .executeTakeFirst()
+        ).numInsertedOrUpdatedRows
+      : (
+          await trx
+            .deleteFrom('favorites')
+            .where('user_id', '=', actor.id)
+            .where('article_id', '=', theArticle.select('articles.id'))
+            .executeTakeFirst()
+        ).numDeletedRows;
+    if (!changed) return;
+    await appendEvent(
+      trx,
+      {
+        type: favorite ? 'article.favorited' : 'article.unfavorited',
+        actorId: actor.id,
+        ownerId: article.author_id,
+        articleId: article.id,
+        data: { article: { slug: article.slug, title: article.title }, profile: toProfile({ ...actor, following: false }) },
+      },
+      now,
+    );
+  });
 }

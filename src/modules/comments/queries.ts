@@ -1,6 +1,8 @@
 import type { Executor } from '../../db/index.js';
+import { inTransaction } from '../../db/transaction.js';
 import { toIso } from '../../schemas.js';
-import { findArticleRef } from '../articles/write.js';
+import { type Actor, type ArticleRef, findArticleRef } from '../articles/write.js';
+import { appendEvent } from '../events/outbox.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 
 /** All comments of an article with their authors, oldest first, in one query. */
@@ -38,12 +40,32 @@ export async function getCommentsAnswer(db: Executor, slug: string, viewerId: nu
   return article === undefined ? undefined : { comments: await listComments(db, article.id, viewerId) };
 }
 
-export function insertComment(db: Executor, comment: { articleId: number; authorId: number; body: string }, now: number) {
-  return db
-    .insertInto('comments')
-    .values({ article_id: comment.articleId, author_id: comment.authorId, body: comment.body, created_at: now, updated_at: now })
-    .returning(['id', 'body', 'created_at', 'updated_at'])
-    .executeTakeFirstOrThrow();
+type ArticleOfComment = Pick<ArticleRef, 'id' | 'author_id' | 'title'> & { slug: string };
+
+/** The new comment, with its event (which notifies the article's author) in the same transaction. */
+export function addComment(db: Executor, article: ArticleOfComment, author: Actor, body: string, now: number) {
+  return inTransaction(db, async (trx) => {
+    const comment = await trx
+      .insertInto('comments')
+      .values({ article_id: article.id, author_id: author.id, body, created_at: now, updated_at: now })
+      .returning(['id', 'body', 'created_at', 'updated_at'])
+      .executeTakeFirstOrThrow();
+    // Nobody follows themselves, so the author's own profile needs no query.
+    const answer = { comment: toComment(comment, toProfile({ ...author, following: false })) };
+    await appendEvent(
+      trx,
+      {
+        type: 'comment.created',
+        actorId: author.id,
+        ownerId: article.author_id,
+        articleId: article.id,
+        commentId: comment.id,
+        data: { article: { slug: article.slug, title: article.title }, ...answer },
+      },
+      now,
+    );
+    return answer;
+  });
 }
 
 export function findComment(db: Executor, articleId: number, commentId: number) {
@@ -55,6 +77,20 @@ export function findComment(db: Executor, articleId: number, commentId: number) 
     .executeTakeFirst();
 }
 
-export async function deleteComment(db: Executor, commentId: number): Promise<void> {
-  await db.deleteFrom('comments').where('id', '=', commentId).execute();
+export function deleteComment(db: Executor, article: ArticleOfComment, commentId: number, actorId: number, now: number): Promise<void> {
+  return inTransaction(db, async (trx) => {
+    const deleted = await trx.deleteFrom('comments').where('id', '=', commentId).executeTakeFirst();
+    if (deleted.numDeletedRows === 0n) return;
+    await appendEvent(
+      trx,
+      {
+        type: 'comment.deleted',
+        actorId,
+        ownerId: article.author_id,
+        articleId: article.id,
+        data: { article: { slug: article.slug, title: article.title }, comment: { id: commentId } },
+      },
+      now,
+    );
+  });
 }

@@ -4,9 +4,8 @@ import { forbidden, notFound } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
 import { SlugParams } from '../articles/schemas.js';
 import { existingArticleRef } from '../articles/write.js';
-import { toProfile } from '../profiles/queries.js';
 import { signedIn, viewerId } from '../users/auth.js';
-import { deleteComment, findComment, getCommentsAnswer, insertComment, toComment } from './queries.js';
+import { addComment, deleteComment, findComment, getCommentsAnswer } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
 
 export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -44,20 +43,14 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { account } = signedIn(request);
-      const article = await existingArticleRef(request.db, request.params.slug);
-      let comment: Awaited<ReturnType<typeof insertComment>>;
+      const { slug } = request.params;
+      const article = await existingArticleRef(request.db, slug);
       try {
-        comment = await insertComment(
-          request.db,
-          { articleId: article.id, authorId: account.id, body: request.body.comment.body },
-          Date.now(),
-        );
+        return reply.code(201).send(await addComment(request.db, { ...article, slug }, account, request.body.comment.body, Date.now()));
       } catch (error) {
         if (isForeignKeyViolation(error)) throw notFound('article');
         throw error;
       }
-      // Nobody follows themselves, so the author's own profile needs no query.
-      return reply.code(201).send({ comment: toComment(comment, toProfile({ ...account, following: false })) });
     },
   );
 
@@ -75,11 +68,12 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      const article = await existingArticleRef(request.db, request.params.slug);
+      const { slug } = request.params;
+      const article = await existingArticleRef(request.db, slug);
       const comment = await findComment(request.db, article.id, request.params.id);
       if (comment === undefined) throw notFound('comment');
       if (comment.author_id !== me && article.author_id !== me) throw forbidden('comment');
-      await deleteComment(request.db, comment.id);
+      await deleteComment(request.db, { ...article, slug }, comment.id, me, Date.now());
       return reply.code(204).send(null);
     },
   );

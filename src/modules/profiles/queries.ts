@@ -1,7 +1,9 @@
 import type { ExpressionBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
+import { inTransaction } from '../../db/transaction.js';
 import { identityKey } from '../../identity.js';
+import { appendEvent } from '../events/outbox.js';
 
 export interface ProfileRow {
   id: number;
@@ -40,15 +42,34 @@ export function findProfile(db: Executor, username: string, viewerId: number | n
     .executeTakeFirst();
 }
 
-/** Idempotent: the composite key turns a repeated follow into nothing. */
-export async function follow(db: Executor, followerId: number, followedId: number, now: number): Promise<void> {
-  await db
-    .insertInto('follows')
-    .values({ follower_id: followerId, followed_id: followedId, created_at: now })
-    .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
-    .execute();
-}
+type FollowParty = Pick<ProfileRow, 'id' | 'username' | 'bio' | 'image'>;
 
-export async function unfollow(db: Executor, followerId: number, followedId: number): Promise<void> {
-  await db.deleteFrom('follows').where('follower_id', '=', followerId).where('followed_id', '=', followedId).execute();
+/**
+ * Idempotent: the composite key turns a repeated follow into nothing, and only a real change is an event (which
+ * tells the followed user, or takes that notice back).
+ */
+export function setFollow(db: Executor, follower: FollowParty, followed: FollowParty, following: boolean, now: number): Promise<void> {
+  return inTransaction(db, async (trx) => {
+    const changed = following
+      ? (
+          await trx
+            .insertInto('follows')
+            .values({ follower_id: follower.id, followed_id: followed.id, created_at: now })
+            .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
+            .executeTakeFirst()
+        ).numInsertedOrUpdatedRows
+      : (await trx.deleteFrom('follows').where('follower_id', '=', follower.id).where('followed_id', '=', followed.id).executeTakeFirst())
+          .numDeletedRows;
+    if (!changed) return;
+    await appendEvent(
+      trx,
+      {
+        type: following ? 'profile.followed' : 'profile.unfollowed',
+        actorId: follower.id,
+        ownerId: followed.id,
+        data: { profile: toProfile({ ...followed, following: false }), follower: toProfile({ ...follower, following: false }) },
+      },
+      now,
+    );
+  });
 }

@@ -3,7 +3,7 @@ import { isForeignKeyViolation } from '../../db/constraints.js';
 import { notFound, unprocessable } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn, viewerId } from '../users/auth.js';
-import { findProfile, follow, toProfile, unfollow } from './queries.js';
+import { findProfile, setFollow, toProfile } from './queries.js';
 import { ProfileResponse, UsernameParams } from './schemas.js';
 
 export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -43,7 +43,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (profile === undefined) throw notFound('profile');
       if (profile.id === me.id) throw unprocessable('profile', 'cannot follow yourself');
       try {
-        await follow(request.db, me.id, profile.id, Date.now());
+        await setFollow(request.db, me, profile, true, Date.now());
       } catch (error) {
         // The user was deleted between the lookup and the insert.
         if (isForeignKeyViolation(error)) throw notFound('profile');
@@ -60,7 +60,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const me = signedIn(request).account;
       const profile = await findProfile(request.db, request.params.username, me.id);
       if (profile === undefined) throw notFound('profile');
-      await unfollow(request.db, me.id, profile.id);
+      await setFollow(request.db, me, profile, false, Date.now());
       return { profile: toProfile({ ...profile, following: false }) };
     },
   );

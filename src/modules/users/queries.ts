@@ -1,5 +1,7 @@
 import type { Executor } from '../../db/index.js';
+import { inTransaction } from '../../db/transaction.js';
 import { identityKey, usernameSkeleton } from '../../identity.js';
+import { appendEvent } from '../events/outbox.js';
 
 const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session'] as const;
 
@@ -26,28 +28,48 @@ export function findLoginByEmail(db: Executor, email: string) {
     .executeTakeFirst();
 }
 
+/** A user's account as others see it: what the user.* events carry, never the email. */
+const publicProfile = (account: Account) => ({
+  profile: { username: account.username, bio: account.bio, image: account.image, following: false },
+});
+
+/** Writes the account and its `type` event in one transaction. */
+function withAccountEvent(db: Executor, type: 'user.registered' | 'user.updated', write: (trx: Executor) => Promise<Account>, now: number) {
+  return inTransaction(db, async (trx) => {
+    const account = await write(trx);
+    await appendEvent(trx, { type, actorId: account.id, ownerId: account.id, data: publicProfile(account) }, now);
+    return account;
+  });
+}
+
 export function insertAccount(
   db: Executor,
   user: { username: string; email: string; passwordHash: string },
   now: number,
 ): Promise<Account> {
   const { username } = user;
-  return db
-    .insertInto('users')
-    .values({
-      username,
-      username_key: identityKey(username),
-      username_skeleton: usernameSkeleton(username),
-      email: user.email,
-      email_key: identityKey(user.email),
-      password_hash: user.passwordHash,
-      bio: null,
-      image: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .returning(ACCOUNT_COLUMNS)
-    .executeTakeFirstOrThrow();
+  return withAccountEvent(
+    db,
+    'user.registered',
+    (trx) =>
+      trx
+        .insertInto('users')
+        .values({
+          username,
+          username_key: identityKey(username),
+          username_skeleton: usernameSkeleton(username),
+          email: user.email,
+          email_key: identityKey(user.email),
+          password_hash: user.passwordHash,
+          bio: null,
+          image: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .returning(ACCOUNT_COLUMNS)
+        .executeTakeFirstOrThrow(),
+    now,
+  );
 }
 
 export interface AccountChanges {
@@ -61,25 +83,31 @@ export interface AccountChanges {
 
 export function updateAccount(db: Executor, id: number, changes: AccountChanges, now: number): Promise<Account> {
   const { username } = changes;
-  return db
-    .updateTable('users')
-    .set((eb) => ({
-      updated_at: now,
-      ...(username !== undefined && {
-        username,
-        username_key: identityKey(username),
-        username_skeleton: usernameSkeleton(username),
-      }),
-      ...(changes.email !== undefined && { email: changes.email, email_key: identityKey(changes.email) }),
-      ...(changes.bio !== undefined && { bio: changes.bio }),
-      ...(changes.image !== undefined && { image: changes.image }),
-      ...(changes.password !== undefined && {
-        password_hash: changes.password.hash,
-        token_version: eb('token_version', '+', 1),
-        kept_session: changes.password.keptSession,
-      }),
-    }))
-    .where('id', '=', id)
-    .returning(ACCOUNT_COLUMNS)
-    .executeTakeFirstOrThrow();
+  return withAccountEvent(
+    db,
+    'user.updated',
+    (trx) =>
+      trx
+        .updateTable('users')
+        .set((eb) => ({
+          updated_at: now,
+          ...(username !== undefined && {
+            username,
+            username_key: identityKey(username),
+            username_skeleton: usernameSkeleton(username),
+          }),
+          ...(changes.email !== undefined && { email: changes.email, email_key: identityKey(changes.email) }),
+          ...(changes.bio !== undefined && { bio: changes.bio }),
+          ...(changes.image !== undefined && { image: changes.image }),
+          ...(changes.password !== undefined && {
+            password_hash: changes.password.hash,
+            token_version: eb('token_version', '+', 1),
+            kept_session: changes.password.keptSession,
+          }),
+        }))
+        .where('id', '=', id)
+        .returning(ACCOUNT_COLUMNS)
+        .executeTakeFirstOrThrow(),
+    now,
+  );
 }

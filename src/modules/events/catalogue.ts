@@ -1,0 +1,54 @@
+/**
+ * Every event the outbox records. The order is part of the stored data: a webhook endpoint keeps the types it wants
+ * as one bit per position here, so new types are only ever appended.
+ */
+export const EVENT_TYPES = [
+  'user.registered',
+  'user.updated',
+  'profile.followed',
+  'profile.unfollowed',
+  'article.created',
+  'article.updated',
+  'article.deleted',
+  'article.favorited',
+  'article.unfavorited',
+  'comment.created',
+  'comment.deleted',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Bumped when a `data` shape changes in a way an existing consumer could trip on; additions keep it. */
+export const EVENT_SCHEMA_VERSION = 1;
+
+export const eventBit = (type: EventType): number => 1 << EVENT_TYPES.indexOf(type);
+
+export const eventMask = (types: readonly EventType[]): number => types.reduce((mask, type) => mask | eventBit(type), 0);
+
+export const typesInMask = (mask: number): EventType[] => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);
+
+/** What anyone may watch on the live stream, signed in or not: published content, never who follows or favorites whom. */
+const PUBLIC_TYPES: ReadonlySet<EventType> = new Set([
+  'article.created',
+  'article.updated',
+  'article.deleted',
+  'comment.created',
+  'comment.deleted',
+]);
+
+export const isPublic = (type: EventType): boolean => PUBLIC_TYPES.has(type);
+
+export type NotificationKind = 'follow' | 'favorite' | 'comment' | 'webhook-disabled';
+
+/** The events that tell the owner something happened to them or their article. */
+export const NOTIFIES: Partial<Record<EventType, NotificationKind>> = {
+  'profile.followed': 'follow',
+  'article.favorited': 'favorite',
+  'comment.created': 'comment',
+};
+
+/** The events that undo one of those: the notice of a follow that no longer holds goes with it. */
+export const TAKES_BACK: Partial<Record<EventType, NotificationKind>> = {
+  'profile.unfollowed': 'follow',
+  'article.unfavorited': 'favorite',
+};

@@ -1,0 +1,93 @@
+import { sql } from 'kysely';
+import { dialectOf, type Executor } from '../../db/index.js';
+import { toIso } from '../../schemas.js';
+import { EVENT_SCHEMA_VERSION, type EventType } from './catalogue.js';
+
+/**
+ * A place in the outbox's commit order. On PostgreSQL that is (transaction id, event id), read only below the oldest
+ * transaction still running: every event a later read can find sorts after every event an earlier read returned,
+ * so a reader that keeps its last position never skips one. On SQLite tx is always 0 and ids come in commit order.
+ */
+export interface StreamPosition {
+  tx: number;
+  id: number;
+}
+
+export const STREAM_START: StreamPosition = { tx: 0, id: 0 };
+
+export interface StoredEvent {
+  id: number;
+  tx: number;
+  type: EventType;
+  actorId: number | null;
+  ownerId: number | null;
+  articleId: number | null;
+  public: boolean;
+  /** The `data` JSON as stored, so that a fan-out to many streams parses it at most once per use. */
+  data: string;
+  createdAt: number;
+}
+
+/** Everything below this transaction id has committed or rolled back; what sits above it may still appear. */
+const settledBelow = sql<number>`pg_snapshot_xmin(pg_current_snapshot())::text::bigint`;
+
+function selectEvents(db: Executor) {
+  return db
+    .selectFrom('events')
+    .select(['id', 'tx', 'type', 'actor_id', 'owner_id', 'article_id', 'public', 'data', 'created_at'])
+    .$if(dialectOf(db) === 'postgres', (query) => query.where('tx', '<', settledBelow));
+}
+
+type EventRow = Awaited<ReturnType<ReturnType<typeof selectEvents>['execute']>>[number];
+
+const toStored = (row: EventRow): StoredEvent => ({
+  id: row.id,
+  tx: row.tx,
+  type: row.type as EventType,
+  actorId: row.actor_id,
+  ownerId: row.owner_id,
+  articleId: row.article_id,
+  public: Boolean(row.public),
+  data: row.data,
+  createdAt: row.created_at,
+});
+
+/** The next events after `after`, at most `limit`, in commit order. */
+export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
+  const rows = await selectEvents(db)
+    .where((eb) => eb(eb.refTuple('tx', 'id'), '>', eb.tuple(after.tx, after.id)))
+    .orderBy('tx')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map(toStored);
+}
+
+/** Where a reader starting now begins: after the last event it could already see. */
+export async function streamHead(db: Executor): Promise<StreamPosition> {
+  const last = await selectEvents(db).orderBy('tx', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return last === undefined ? STREAM_START : { tx: last.tx, id: last.id };
+}
+
+/**
+ * The position right after event `id`, as a client's Last-Event-ID names it. When that event has been purged, the
+ * reader resumes at the oldest transaction of the events after it: nothing after it is lost, and only an event that
+ * committed out of id order across that boundary could come twice.
+ */
+export async function positionAfterEvent(db: Executor, id: number): Promise<StreamPosition> {
+  if (dialectOf(db) === 'sqlite') return { tx: 0, id };
+  const known = await db.selectFrom('events').select(['tx', 'id']).where('id', '=', id).executeTakeFirst();
+  if (known !== undefined) return known;
+  const next = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.min('tx').as('tx'))
+    .where('id', '>', id)
+    .executeTakeFirst();
+  const tx = next?.tx ?? null;
+  return tx === null ? streamHead(db) : { tx: Number(tx) - 1, id: Number.MAX_SAFE_INTEGER };
+}
+
+/** The message every consumer gets, on the stream and in webhooks: versioned, with the API's own shapes as `data`. */
+export function envelope(event: StoredEvent): string {
+  return `{"id":"${event.id}","type":"${event.type}","version":${EVENT_SCHEMA_VERSION},"timestamp":"${toIso(event.createdAt)}","data":${event.data}}`;
+}
