@@ -7,6 +7,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { commentsRoutes } from './modules/comments/routes.js';
+import { scheduleRetention } from './modules/events/retention.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
 import { installAuth } from './modules/users/auth.js';
@@ -117,6 +118,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installAuth(app);
   installHealthRoutes(app, database);
   installIdempotency(app);
+  scheduleRetention(app, config.retention);
 
   // Before the routes, which it documents as they are added.
   await installOpenApi(app);

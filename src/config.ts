@@ -49,6 +49,13 @@ export interface Config {
   rateLimits: RateLimitConfig;
   timeouts: TimeoutConfig;
   overload: OverloadConfig;
+  retention: RetentionConfig;
+}
+
+/** How long the outbox and read notifications are kept, in milliseconds. */
+export interface RetentionConfig {
+  eventsMs: number;
+  readNotificationsMs: number;
 }
 
 /** Counts are per window; a count of 0 turns that limit off. */
@@ -289,6 +296,10 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     overload: {
       maxEventLoopDelayMs: settings.OVERLOAD_EVENT_LOOP_DELAY_MS,
       maxRssBytes: settings.OVERLOAD_RSS_MB * 1024 * 1024,
+    },
+    retention: {
+      eventsMs: milliseconds('EVENT_RETENTION'),
+      readNotificationsMs: milliseconds('NOTIFICATION_RETENTION'),
     },
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.

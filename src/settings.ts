@@ -172,6 +172,12 @@ export const SETTINGS = Type.Object(
       1000,
       "requests get 503 while the event loop's mean delay over the last second is above this; `0` off",
     ),
+    EVENT_RETENTION: duration(
+      '30d',
+      'events older than this are deleted, once no webhook delivery of theirs is still pending; a client resuming the live ' +
+        'stream from an older event starts at the oldest one kept',
+    ),
+    NOTIFICATION_RETENTION: duration('90d', 'notifications older than this are deleted once their recipient has read them'),
     OVERLOAD_RSS_MB: count(
       0,
       "requests get 503 while the process's resident memory is above this many MiB; set it somewhat below the container's " +

@@ -70,6 +70,7 @@ describe('loadConfig', () => {
       },
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 72_000, connectionMs: 60_000 },
       overload: { maxEventLoopDelayMs: 1000, maxRssBytes: 0 },
+      retention: { eventsMs: 30 * 86_400_000, readNotificationsMs: 90 * 86_400_000 },
     });
   });
 

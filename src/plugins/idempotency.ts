@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { claimKey, completeKey, findKey, type KeyClaim, oldestKeyAtLimit, purgeExpiredKeys, releaseKey } from '../db/idempotency-keys.js';
+import { schedulePurge } from '../db/purge.js';
 import { HttpError, rateLimited, unprocessable } from '../errors.js';
 import { withHookAfter } from './route-hooks.js';
 
@@ -159,17 +160,7 @@ export function installIdempotency(app: FastifyInstance): void {
   });
 
   // Expired keys are never replayed (a stale key is claimed afresh); purging only reclaims their space.
-  const purge = async () => {
-    try {
-      const before = Date.now() - KEY_LIFETIME_MS;
-      let deleted: number;
-      do deleted = await purgeExpiredKeys(app.db, before, PURGE_BATCH);
-      while (deleted === PURGE_BATCH);
-    } catch (error) {
-      app.log.warn({ err: error }, 'could not purge expired idempotency keys');
-    }
-  };
-  // unref: the timer alone never keeps a process alive.
-  const timer = setInterval(purge, PURGE_INTERVAL_MS).unref();
-  app.addHook('onClose', async () => clearInterval(timer));
+  schedulePurge(app, 'expired idempotency keys', PURGE_INTERVAL_MS, PURGE_BATCH, (limit) =>
+    purgeExpiredKeys(app.db, Date.now() - KEY_LIFETIME_MS, limit),
+  );
 }
