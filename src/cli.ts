@@ -1,9 +1,11 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { listEvents } from './cli/events.js';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
 import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './cli/seed.js';
 import { ConfigError, loadConfig } from './config.js';
 import { type DatabaseHandle, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
+import { EVENT_TYPES, type EventType } from './modules/events/catalogue.js';
 
 const ENVIRONMENT_HELP = `
 Settings come from the same environment variables as the server (DATABASE_URL, JWT_SECRET, ...; see README.md).`;
@@ -68,6 +70,18 @@ nothing caught is logged at fatal and does the same, then exits 1.${ENVIRONMENT_
     .command('status')
     .description('list every migration, applied (with when) or pending')
     .action(() => withDatabase(migrationStatus).then(printLines));
+
+  const events = cli.command('events').description('read the outbox: what webhooks and the live stream deliver');
+  events
+    .command('list')
+    .description('print events as JSON lines (the envelope consumers receive), oldest first')
+    .option('--after <id>', 'only events after this id', wholeNumber(0), 0)
+    .option('--limit <n>', 'at most this many', wholeNumber(1), 100)
+    .addOption(new Option('--type <type>', 'only this event type').choices(EVENT_TYPES))
+    // commander has checked --type against the choices.
+    .action((options: { after: number; limit: number; type?: EventType }) =>
+      withDatabase((database) => listEvents(database, options)).then(printLines),
+    );
 
   const seed = cli
     .command('seed')

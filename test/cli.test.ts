@@ -3,7 +3,7 @@ import { buildApp } from '../src/app.js';
 import { SEED_PASSWORD } from '../src/cli/seed.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
-import { call } from './support/client.js';
+import { call, createArticle, registerUser } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 import { childEnv, runConduit } from './support/processes.js';
 
@@ -161,6 +161,46 @@ for (const kind of DATABASES) {
       } finally {
         await database.destroy();
       }
+    });
+
+    it('events list prints the envelopes consumers receive, filtered by id and type', async () => {
+      const database = openDatabase(testConfig(scratch.url).database);
+      let firstId: number;
+      try {
+        const app = await buildApp(testConfig(scratch.url), { database });
+        try {
+          const writer = await registerUser(app, 'cli');
+          await createArticle(app, writer.token, { title: 'Listed by the CLI' });
+          const mine = await database.db.selectFrom('events').select('id').orderBy('id', 'desc').limit(2).execute();
+          firstId = mine.at(-1)!.id;
+        } finally {
+          await app.close();
+        }
+      } finally {
+        await database.destroy();
+      }
+      const env = childEnv(scratch.url);
+      const all = await runConduit(['events', 'list', '--after', String(firstId - 1)], env);
+      expect({ code: all.code, stderr: all.stderr }).toEqual({ code: 0, stderr: '' });
+      const listed = all.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(listed.map((event) => [event.id, event.type, event.version])).toEqual([
+        [String(firstId), 'user.registered', 1],
+        [String(firstId + 1), 'article.created', 1],
+      ]);
+      expect(listed[1].data.article).toMatchObject({ title: 'Listed by the CLI', favorited: false });
+      const articlesOnly = await runConduit(['events', 'list', '--after', String(firstId - 1), '--type', 'article.created'], env);
+      expect(
+        articlesOnly.stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line).type),
+      ).toEqual(['article.created']);
+      const unknown = await runConduit(['events', 'list', '--type', 'article.exploded'], env);
+      expect(unknown.code).not.toBe(0);
+      expect(unknown.stderr).toContain('article.exploded');
     });
 
     it('seed refuses sizes it cannot fill and writes nothing, and fills exactly to capacity', async () => {

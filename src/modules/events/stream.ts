@@ -63,6 +63,17 @@ export async function readEventsAfter(db: Executor, after: StreamPosition, limit
   return rows.map(toStored);
 }
 
+/** Events with ids above `after`, in id order: for operators (the CLI), who think in ids, not in commit order. */
+export async function readEventsById(db: Executor, after: number, limit: number, type?: EventType): Promise<StoredEvent[]> {
+  const rows = await selectEvents(db)
+    .where('id', '>', after)
+    .$if(type !== undefined, (query) => query.where('type', '=', type!))
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map(toStored);
+}
+
 /** Where a reader starting now begins: after the last event it could already see. */
 export async function streamHead(db: Executor): Promise<StreamPosition> {
   const last = await selectEvents(db).orderBy('tx', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
