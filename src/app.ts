@@ -7,6 +7,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { commentsRoutes } from './modules/comments/routes.js';
+import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
 import { installAuth } from './modules/users/auth.js';
@@ -128,6 +129,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(articlesRoutes);
       await api.register(commentsRoutes);
       await api.register(tagsRoutes);
+      await api.register(notificationsRoutes);
     },
     { prefix: '/api' },
   );
