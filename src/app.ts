@@ -8,6 +8,7 @@ import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { commentsRoutes } from './modules/comments/routes.js';
 import { scheduleRetention } from './modules/events/retention.js';
+import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
 import { installAuth } from './modules/users/auth.js';
@@ -130,6 +131,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(articlesRoutes);
       await api.register(commentsRoutes);
       await api.register(tagsRoutes);
+      await api.register(notificationsRoutes);
     },
     { prefix: '/api' },
   );

@@ -181,6 +181,8 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /articles/{slug}/comments': [...WITH_BODY, 401, 404, 409],
   'DELETE /articles/{slug}/comments/{id}': [...WITH_BODY, 401, 403, 404],
   'GET /tags': ANY,
+  'GET /notifications': [...ANY, 401, 422],
+  'POST /notifications/read': [...WITH_BODY, 401, 409],
   'GET /': ANY,
 };
 

@@ -204,6 +204,22 @@ for (const kind of DATABASES) {
       expect([fewCount, manyCount]).toEqual([2, 2]);
     });
 
+    it('lists notifications with the same number of queries for 1 or all 11 of them', async () => {
+      // The viewer's favorites of 10 of the first author's articles, and the follow.
+      const author = authors[0]!;
+      const counts: number[] = [];
+      for (const limit of [1, 100]) {
+        counts.push(
+          await queriesOf(`/api/notifications?limit=${limit}`, author.token, (body) => {
+            expect(body.notifications).toHaveLength(Math.min(limit, 11));
+            expect(body.unreadCount).toBe(11);
+          }),
+        );
+      }
+      // The token check, the page, and the read mark with the unread count.
+      expect(counts).toEqual([3, 3]);
+    });
+
     it('lists comments with the same number of queries for 1 or 30 comments by different authors', async () => {
       const author = authors[2]!;
       const one = await createArticle(app, author.token);

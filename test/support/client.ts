@@ -57,3 +57,31 @@ export async function createArticle(
   if (response.status !== 201) throw new Error(`create article failed: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body.article;
 }
+
+/** The answer's body when it has the expected status; otherwise fails with what came instead. */
+function expectStatus<T>(response: ApiResponse<T>, status: number, what: string): T {
+  if (response.status !== status) throw new Error(`${what} failed: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body;
+}
+
+/** Follows `username`, or unfollows with `following` false. */
+export async function setFollowing(app: FastifyInstance, token: string, username: string, following = true) {
+  const response = await call(app, following ? 'POST' : 'DELETE', `/api/profiles/${username}/follow`, { token });
+  return expectStatus(response, 200, following ? 'follow' : 'unfollow').profile;
+}
+
+/** Favorites the article, or unfavorites it with `favorite` false. */
+export async function setFavorite(app: FastifyInstance, token: string, slug: string, favorite = true) {
+  const response = await call(app, favorite ? 'POST' : 'DELETE', `/api/articles/${slug}/favorite`, { token });
+  return expectStatus(response, 200, favorite ? 'favorite' : 'unfavorite').article;
+}
+
+export async function addComment(app: FastifyInstance, token: string, slug: string, body = unique('A comment ')) {
+  const response = await call(app, 'POST', `/api/articles/${slug}/comments`, { token, body: { comment: { body } } });
+  return expectStatus(response, 201, 'comment').comment;
+}
+
+/** The user's row id, which the API never shows, for checks on the tables. */
+export async function userIdOf(app: FastifyInstance, user: Pick<TestUser, 'username'>): Promise<number> {
+  return (await app.db.selectFrom('users').select('id').where('username', '=', user.username).executeTakeFirstOrThrow()).id;
+}

@@ -38,7 +38,10 @@ const PUBLIC_TYPES: ReadonlySet<EventType> = new Set([
 
 export const isPublic = (type: EventType): boolean => PUBLIC_TYPES.has(type);
 
-export type NotificationKind = 'follow' | 'favorite' | 'comment' | 'webhook-disabled';
+/** What a notification can be about; the API's schema documents the same list. */
+export const NOTIFICATION_KINDS = ['follow', 'favorite', 'comment', 'webhook-disabled'] as const;
+
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
 /** The events that tell the owner something happened to them or their article. */
 export const NOTIFIES: Partial<Record<EventType, NotificationKind>> = {

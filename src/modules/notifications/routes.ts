@@ -1,0 +1,45 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errorResponses } from '../../schemas.js';
+import { signedIn } from '../users/auth.js';
+import { decodeCursor, listNotifications, markRead } from './queries.js';
+import { MarkReadBody, NotificationListResponse, NotificationsQuery, UnreadCountResponse } from './schemas.js';
+
+export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/notifications',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['notifications'],
+        operationId: 'GetNotifications',
+        summary: 'Your notifications, newest first',
+        querystring: NotificationsQuery,
+        response: { 200: NotificationListResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => {
+      const { limit, cursor } = request.query;
+      const before = cursor === undefined ? undefined : decodeCursor(cursor);
+      return listNotifications(request.db, signedIn(request).account.id, { limit, before });
+    },
+  );
+
+  app.post(
+    '/notifications/read',
+    {
+      config: { auth: 'required' },
+      // A POST with no body at all marks everything read, as `{}` does: every field of the body is optional.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+      schema: {
+        tags: ['notifications'],
+        operationId: 'MarkNotificationsRead',
+        summary: 'Mark your notifications read up to one of them; the mark never moves back',
+        body: MarkReadBody,
+        response: { 200: UnreadCountResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => markRead(request.db, signedIn(request).account.id, request.body.upTo),
+  );
+};
