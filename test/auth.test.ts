@@ -93,6 +93,8 @@ describeEachDatabase('auth', (ctx) => {
       ['DELETE', `/api/articles/${article.slug}/comments/1`],
       ['POST', `/api/profiles/${author.username}/follow`],
       ['DELETE', `/api/profiles/${author.username}/follow`],
+      ['GET', '/api/notifications'],
+      ['POST', '/api/notifications/read'],
     ];
     for (const [method, url] of routes) {
       const response = await call(app(), method, url);
