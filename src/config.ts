@@ -49,6 +49,7 @@ export interface Config {
   rateLimits: RateLimitConfig;
   timeouts: TimeoutConfig;
   overload: OverloadConfig;
+  webhooks: WebhookConfig;
 }
 
 /** Counts are per window; a count of 0 turns that limit off. */
@@ -82,6 +83,18 @@ export interface OverloadConfig {
   maxRssBytes: number;
 }
 
+export interface WebhookConfig {
+  /** This process runs the delivery worker; deliveries queue in the database either way. */
+  deliver: boolean;
+  /** One attempt, from resolving the host to the end of the answer. */
+  timeoutMs: number;
+  /** A delivery failing for longer than this since it was queued is given up, and its endpoint disabled. */
+  retryForMs: number;
+  allowLoopback: boolean;
+  /** The wait after the first failed attempt, doubled after each further one. No setting: tests shorten it to run retries in milliseconds. */
+  backoffBaseMs: number;
+}
+
 /** One or more bad settings; the message has one line per setting, so a single start reports them all. */
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -92,6 +105,9 @@ export class ConfigError extends Error {
     this.problems = list;
   }
 }
+
+/** Soon enough to ride out a blip at the receiver; doubling from here, the waits reach their one-hour cap by the 11th attempt. */
+const WEBHOOK_BACKOFF_BASE_MS = 5_000;
 
 const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
@@ -289,6 +305,13 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     overload: {
       maxEventLoopDelayMs: settings.OVERLOAD_EVENT_LOOP_DELAY_MS,
       maxRssBytes: settings.OVERLOAD_RSS_MB * 1024 * 1024,
+    },
+    webhooks: {
+      deliver: settings.WEBHOOKS_DELIVERY === 'on',
+      timeoutMs: milliseconds('WEBHOOK_TIMEOUT'),
+      retryForMs: milliseconds('WEBHOOK_RETRY_FOR'),
+      allowLoopback: settings.WEBHOOK_ALLOW_LOOPBACK,
+      backoffBaseMs: WEBHOOK_BACKOFF_BASE_MS,
     },
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.
