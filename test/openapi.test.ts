@@ -181,6 +181,14 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /articles/{slug}/comments': [...WITH_BODY, 401, 404, 409],
   'DELETE /articles/{slug}/comments/{id}': [...WITH_BODY, 401, 403, 404],
   'GET /tags': ANY,
+  'POST /webhooks': [...WITH_BODY, 401, 409],
+  'GET /webhooks': [...ANY, 401],
+  'GET /webhooks/{id}': [...ANY, 401, 404, 422],
+  'DELETE /webhooks/{id}': [...WITH_BODY, 401, 404],
+  'POST /webhooks/{id}/rotate-secret': [...WITH_BODY, 401, 404, 409],
+  'POST /webhooks/{id}/enable': [...WITH_BODY, 401, 404, 409],
+  'GET /webhooks/{id}/deliveries': [...ANY, 401, 404, 422],
+  'POST /webhooks/{id}/replay': [...WITH_BODY, 401, 404, 409],
   'GET /': ANY,
 };
 
