@@ -125,7 +125,7 @@ const describeFailure = (result: DeliveryResult) => result.error ?? `status ${re
 /**
  * Stores one attempt's outcome: delivered; or failed, to be tried again after a backoff; or, once it has failed for
  * longer than the retry window, given up, with its endpoint disabled, the rest of its queue given up too and the owner
- * notified, all or nothing. Every change is conditional on the delivery still pending, and on the endpoint still
+ * notified, all or nothing. A delivery is updated only while still pending and an endpoint disabled only while
  * enabled: a delivery whose endpoint was deleted meanwhile has gone with it, and nothing is recorded twice.
  */
 export function recordAttempt(
@@ -161,7 +161,7 @@ export function recordAttempt(
       .returning('owner_id')
       .executeTakeFirst();
     if (disabled === undefined) return;
-    // They would only fail the same way, and wait behind nothing; once it works again the owner can replay them.
+    // The rest of its queue would only fail the same way; once the endpoint works again, its owner can replay them.
     await trx
       .updateTable('webhook_deliveries')
       .set({ status: 'failed', finished_at: now, last_error: 'endpoint disabled' })
