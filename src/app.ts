@@ -15,6 +15,8 @@ import { installAuth } from './modules/users/auth.js';
 import { prepareDecoy } from './modules/users/passwords.js';
 import { usersRoutes } from './modules/users/routes.js';
 import { createTokenService, type TokenService } from './modules/users/tokens.js';
+import { webhooksRoutes } from './modules/webhooks/routes.js';
+import { installDeliveryWorker } from './modules/webhooks/worker.js';
 import { frameworkErrors, installErrorHandling } from './plugins/errors.js';
 import { installHealthRoutes } from './plugins/health.js';
 import { installIdempotency } from './plugins/idempotency.js';
@@ -132,9 +134,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(commentsRoutes);
       await api.register(tagsRoutes);
       await api.register(notificationsRoutes);
+      await api.register(webhooksRoutes);
     },
     { prefix: '/api' },
   );
+
+  if (config.webhooks.deliver) installDeliveryWorker(app, database);
 
   await prepareDecoy();
   return app;

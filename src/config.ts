@@ -50,6 +50,7 @@ export interface Config {
   timeouts: TimeoutConfig;
   overload: OverloadConfig;
   retention: RetentionConfig;
+  webhooks: WebhookConfig;
 }
 
 /** How long the outbox and read notifications are kept, in milliseconds. */
@@ -89,6 +90,18 @@ export interface OverloadConfig {
   maxRssBytes: number;
 }
 
+export interface WebhookConfig {
+  /** This process runs the delivery worker; deliveries queue in the database either way. */
+  deliver: boolean;
+  /** One attempt, from resolving the host to the end of the answer. */
+  timeoutMs: number;
+  /** A delivery failing for longer than this since it was queued is given up, and its endpoint disabled. */
+  retryForMs: number;
+  allowLoopback: boolean;
+  /** The wait after the first failed attempt, doubled after each further one. No setting: tests shorten it to run retries in milliseconds. */
+  backoffBaseMs: number;
+}
+
 /** One or more bad settings; the message has one line per setting, so a single start reports them all. */
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -99,6 +112,9 @@ export class ConfigError extends Error {
     this.problems = list;
   }
 }
+
+/** Soon enough to ride out a blip at the receiver; doubling from here, the waits reach their one-hour cap by the 11th attempt. */
+const WEBHOOK_BACKOFF_BASE_MS = 5_000;
 
 const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
@@ -300,6 +316,13 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     retention: {
       eventsMs: milliseconds('EVENT_RETENTION'),
       readNotificationsMs: milliseconds('NOTIFICATION_RETENTION'),
+    },
+    webhooks: {
+      deliver: settings.WEBHOOKS_DELIVERY === 'on',
+      timeoutMs: milliseconds('WEBHOOK_TIMEOUT'),
+      retryForMs: milliseconds('WEBHOOK_RETRY_FOR'),
+      allowLoopback: settings.WEBHOOK_ALLOW_LOOPBACK,
+      backoffBaseMs: WEBHOOK_BACKOFF_BASE_MS,
     },
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.

@@ -183,6 +183,28 @@ export const SETTINGS = Type.Object(
       "requests get 503 while the process's resident memory is above this many MiB; set it somewhat below the container's " +
         'memory limit; `0` off',
     ),
+    WEBHOOKS_DELIVERY: Type.Enum(['on', 'off'], {
+      default: 'on',
+      description:
+        'whether this process sends the webhook deliveries that writes queue; `off` leaves them to the processes that do ' +
+        '(any number may, on one database: each delivery is claimed by one)',
+    }),
+    WEBHOOK_TIMEOUT: duration(
+      '10s',
+      'time one webhook attempt may take, from resolving the host to the end of the answer; longer counts as a failure',
+    ),
+    WEBHOOK_RETRY_FOR: duration(
+      '24h',
+      'how long a failing webhook delivery is retried, from when it was queued (waits from 5 s doubling up to 1 h); then it ' +
+        'is given up, its endpoint disabled and the owner notified',
+    ),
+    WEBHOOK_ALLOW_LOOPBACK: Type.Boolean({
+      default: false,
+      errorMessage: 'must be true or false',
+      description:
+        'lets webhook endpoints be on this host (127.0.0.0/8, `::1`, `localhost`), for tests and local development; private, ' +
+        'link-local and metadata addresses stay refused either way',
+    }),
   },
   {
     additionalProperties: false,

@@ -74,6 +74,7 @@ const MIGRATIONS = [
   '0007_username_skeletons',
   '0008_route_word_slugs',
   '0009_events',
+  '0010_webhook_queue',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

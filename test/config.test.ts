@@ -71,7 +71,17 @@ describe('loadConfig', () => {
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 72_000, connectionMs: 60_000 },
       overload: { maxEventLoopDelayMs: 1000, maxRssBytes: 0 },
       retention: { eventsMs: 30 * 86_400_000, readNotificationsMs: 90 * 86_400_000 },
+      webhooks: { deliver: true, timeoutMs: 10_000, retryForMs: 24 * 3_600_000, allowLoopback: false, backoffBaseMs: 5_000 },
     });
+  });
+
+  it('reads the webhook settings', () => {
+    const config = loadConfig(
+      env({ WEBHOOKS_DELIVERY: 'off', WEBHOOK_TIMEOUT: '3s', WEBHOOK_RETRY_FOR: '2h', WEBHOOK_ALLOW_LOOPBACK: 'true' }),
+    );
+    expect(config.webhooks).toEqual({ deliver: false, timeoutMs: 3_000, retryForMs: 7_200_000, allowLoopback: true, backoffBaseMs: 5_000 });
+    expect(configError(env({ WEBHOOK_ALLOW_LOOPBACK: 'yes' })).message).toBe('WEBHOOK_ALLOW_LOOPBACK must be true or false, got "yes"');
+    expect(configError(env({ WEBHOOKS_DELIVERY: 'maybe' })).message).toBe('WEBHOOKS_DELIVERY must be one of on, off, got "maybe"');
   });
 
   it('reads the limits, timeouts and overload thresholds, 0 turning a limit off', () => {

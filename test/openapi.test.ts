@@ -183,6 +183,14 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'GET /tags': ANY,
   'GET /notifications': [...ANY, 401, 422],
   'POST /notifications/read': [...WITH_BODY, 401, 409],
+  'POST /webhooks': [...WITH_BODY, 401, 409],
+  'GET /webhooks': [...ANY, 401],
+  'GET /webhooks/{id}': [...ANY, 401, 404, 422],
+  'DELETE /webhooks/{id}': [...WITH_BODY, 401, 404],
+  'POST /webhooks/{id}/rotate-secret': [...WITH_BODY, 401, 404, 409],
+  'POST /webhooks/{id}/enable': [...WITH_BODY, 401, 404, 409],
+  'GET /webhooks/{id}/deliveries': [...ANY, 401, 404, 422],
+  'POST /webhooks/{id}/replay': [...WITH_BODY, 401, 404, 409],
   'GET /': ANY,
 };
 

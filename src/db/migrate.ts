@@ -9,6 +9,7 @@ import { tagListOrder } from './migrations/0006_tag_list_order.js';
 import { usernameSkeletons } from './migrations/0007_username_skeletons.js';
 import { routeWordSlugs } from './migrations/0008_route_word_slugs.js';
 import { events } from './migrations/0009_events.js';
+import { webhookQueue } from './migrations/0010_webhook_queue.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /** Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. */
@@ -23,6 +24,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
     '0007_username_skeletons': usernameSkeletons,
     '0008_route_word_slugs': routeWordSlugs,
     '0009_events': events(dialect),
+    '0010_webhook_queue': webhookQueue,
   };
   return new Migrator({
     db,

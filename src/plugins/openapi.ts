@@ -101,6 +101,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'comments', description: 'Comments on articles' },
         { name: 'tags', description: 'Tags in use' },
         { name: 'notifications', description: 'What others did to you or your articles, and how far you have read' },
+        { name: 'webhooks', description: 'Your endpoints that receive signed events, and their delivery log' },
         { name: 'index', description: 'Where this reference, the OpenAPI document and the health probes are' },
       ],
       components: {

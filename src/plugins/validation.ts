@@ -89,8 +89,12 @@ function messageOf(error: ErrorObject): string {
       return `is too short (minimum is ${params.limit} characters)`;
     case 'maxLength':
       return `is too long (maximum is ${params.limit} characters)`;
+    case 'minItems':
+      return `has too few items (minimum is ${params.limit})`;
     case 'maxItems':
       return `has too many items (maximum is ${params.limit})`;
+    case 'uniqueItems':
+      return 'must not repeat an item';
     case 'minimum':
       return `must be at least ${params.limit}`;
     case 'maximum':

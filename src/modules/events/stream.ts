@@ -99,6 +99,6 @@ export async function positionAfterEvent(db: Executor, id: number): Promise<Stre
 }
 
 /** The message every consumer gets, on the stream and in webhooks: versioned, with the API's own shapes as `data`. */
-export function envelope(event: StoredEvent): string {
+export function envelope(event: Pick<StoredEvent, 'id' | 'type' | 'createdAt' | 'data'>): string {
   return `{"id":"${event.id}","type":"${event.type}","version":${EVENT_SCHEMA_VERSION},"timestamp":"${toIso(event.createdAt)}","data":${event.data}}`;
 }
