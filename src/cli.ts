@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { listEvents } from './cli/events.js';
+import { listEvents, replayEventDeliveries } from './cli/events.js';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
 import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './cli/seed.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -81,6 +81,14 @@ nothing caught is logged at fatal and does the same, then exits 1.${ENVIRONMENT_
     // commander has checked --type against the choices.
     .action((options: { after: number; limit: number; type?: EventType }) =>
       withDatabase((database) => listEvents(database, options)).then(printLines),
+    );
+
+  events
+    .command('replay <event-id>')
+    .description("queue an event again for its owner's webhook endpoints (all that take its type, or the one given)")
+    .option('--endpoint <id>', 'only this endpoint, whatever types it takes', wholeNumber(1))
+    .action((eventId: string, options: { endpoint?: number }) =>
+      withDatabase((database) => replayEventDeliveries(database, wholeNumber(1)(eventId), options.endpoint)).then(printLines),
     );
 
   const seed = cli

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { SEED_PASSWORD } from '../src/cli/seed.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
+import { eventMask } from '../src/modules/events/catalogue.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { call, createArticle, registerUser } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
@@ -164,7 +165,7 @@ for (const kind of DATABASES) {
       }
     });
 
-    it('events list prints the envelopes consumers receive, filtered by id and type', async () => {
+    it('events list prints the envelopes consumers receive, filtered by id and type; events replay queues them for webhooks', async () => {
       const database = openDatabase(testConfig(scratch.url).database);
       let firstId: number;
       try {
@@ -202,6 +203,37 @@ for (const kind of DATABASES) {
       const unknown = await runConduit(['events', 'list', '--type', 'article.exploded'], env);
       expect(unknown.code).not.toBe(0);
       expect(unknown.stderr).toContain('article.exploded');
+
+      // Replay: to every endpoint of the owner that takes the type, or to the one named.
+      const database2 = openDatabase(testConfig(scratch.url).database);
+      try {
+        const articleEvent = Number(listed[1].id);
+        const owner = await database2.db.selectFrom('events').select('owner_id').where('id', '=', articleEvent).executeTakeFirstOrThrow();
+        const endpoint = (mask: number) =>
+          database2.db
+            .insertInto('webhook_endpoints')
+            .values({ owner_id: owner.owner_id!, url: 'https://example.com/hook', event_mask: mask, secret: 'whsec_x', created_at: 0 })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+        const wantsArticles = await endpoint(eventMask(['article.created']));
+        const wantsComments = await endpoint(eventMask(['comment.created']));
+        const toAll = await runConduit(['events', 'replay', String(articleEvent)], env);
+        expect({ code: toAll.code, stdout: toAll.stdout }).toEqual({ code: 0, stdout: `queued event ${articleEvent} for 1 endpoint\n` });
+        const toOne = await runConduit(['events', 'replay', String(articleEvent), '--endpoint', String(wantsComments.id)], env);
+        expect(toOne.code).toBe(0);
+        const queued = await database2.db
+          .selectFrom('webhook_deliveries')
+          .select('endpoint_id')
+          .where('event_id', '=', articleEvent)
+          .orderBy('id')
+          .execute();
+        expect(queued.map((row) => row.endpoint_id)).toEqual([wantsArticles.id, wantsComments.id]);
+        const missing = await runConduit(['events', 'replay', '999999999'], env);
+        expect(missing.code).toBe(1);
+        expect(missing.stderr).toMatch(/event 999999999 does not exist/);
+      } finally {
+        await database2.destroy();
+      }
     });
 
     it('seed refuses sizes it cannot fill and writes nothing, and fills exactly to capacity', async () => {

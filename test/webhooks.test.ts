@@ -128,6 +128,37 @@ for (const kind of DATABASES) {
       expect((await call(app, 'GET', '/api/webhooks')).status).toBe(401);
     });
 
+    it('never keeps a secret for an Idempotency-Key: a replay rotates and shows a new one', async () => {
+      const user = await registerUser(app, 'hook');
+      const send = () =>
+        call(app, 'POST', '/api/webhooks', {
+          token: user.token,
+          headers: { 'idempotency-key': 'create-hook-once' },
+          body: { webhook: { url: receiver.url('/idempotent'), events: ['article.created'] } },
+        });
+      const first = await send();
+      expect(first.status).toBe(201);
+      const kept = await app.db
+        .selectFrom('idempotency_keys')
+        .select('response')
+        .where('key', '=', 'create-hook-once')
+        .executeTakeFirstOrThrow();
+      expect(kept.response).not.toContain('whsec_');
+
+      const again = await send();
+      expect(again.status).toBe(201);
+      expect(again.body.webhook.id).toBe(first.body.webhook.id);
+      expect(again.body.webhook.secret).toMatch(/^whsec_/);
+      expect(again.body.webhook.secret).not.toBe(first.body.webhook.secret);
+      const stored = await app.db
+        .selectFrom('webhook_endpoints')
+        .select('secret')
+        .where('id', '=', first.body.webhook.id)
+        .executeTakeFirstOrThrow();
+      expect(stored.secret).toBe(again.body.webhook.secret);
+      expect((await call(app, 'GET', '/api/webhooks', { token: user.token })).body.webhooks).toHaveLength(1);
+    });
+
     it("answers 404 for another user's endpoint, whatever is asked of it", async () => {
       const owner = await registerUser(app, 'owner');
       const other = await registerUser(app, 'other');

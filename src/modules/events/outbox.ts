@@ -60,7 +60,16 @@ export async function appendEvent(trx: Executor, event: NewEvent, now: number): 
       .execute();
   }
 
-  await trx
+  await queueDeliveries(trx, { id, type: event.type, ownerId: event.ownerId }, now);
+  return id;
+}
+
+/**
+ * One pending delivery of the event per enabled endpoint of its owner that wants its type; how many were queued.
+ * One statement, whatever the number of endpoints.
+ */
+export async function queueDeliveries(db: Executor, event: { id: number; type: EventType; ownerId: number }, now: number): Promise<number> {
+  const result = await db
     .insertInto('webhook_deliveries')
     .columns(['endpoint_id', 'event_id', 'status', 'next_attempt_at', 'created_at'])
     .expression((eb) =>
@@ -68,7 +77,7 @@ export async function appendEvent(trx: Executor, event: NewEvent, now: number): 
         .selectFrom('webhook_endpoints')
         .select((inner) => [
           'webhook_endpoints.id',
-          inner.cast<number>(inner.val(id), 'bigint').as('event_id'),
+          inner.cast<number>(inner.val(event.id), 'bigint').as('event_id'),
           inner.cast<'pending'>(inner.val('pending'), 'text').as('status'),
           inner.cast<number>(inner.val(now), 'bigint').as('next_attempt_at'),
           inner.cast<number>(inner.val(now), 'bigint').as('created_at'),
@@ -77,6 +86,6 @@ export async function appendEvent(trx: Executor, event: NewEvent, now: number): 
         .where('webhook_endpoints.enabled', '=', 1)
         .where((inner) => inner(inner('webhook_endpoints.event_mask', '&', eventBit(event.type)), '<>', 0)),
     )
-    .execute();
-  return id;
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n);
 }

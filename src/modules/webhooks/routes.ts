@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
-import { notFound, unprocessable } from '../../errors.js';
+import { HttpError, notFound, unprocessable } from '../../errors.js';
+import type { SecretFreeReplay } from '../../plugins/idempotency.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn } from '../users/auth.js';
 import {
@@ -32,10 +33,34 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const targetOptions = { allowLoopback: app.config.webhooks.allowLoopback };
   const me = (request: Parameters<typeof signedIn>[0]) => signedIn(request).account.id;
 
+  /**
+   * Create and rotate answers carry the signing secret. An Idempotency-Key keeps them without it, and a replay rotates
+   * the secret again and shows the new one (the old one was never kept anywhere it could be read back), so the key
+   * table never holds a live secret. A replay for an endpoint deleted since runs the request afresh.
+   */
+  const withFreshSecret: SecretFreeReplay = {
+    stored(answer) {
+      const { webhook } = JSON.parse(answer) as { webhook?: { secret?: string } };
+      if (webhook?.secret === undefined) return answer;
+      const { secret: _shownOnce, ...rest } = webhook;
+      return JSON.stringify({ webhook: rest });
+    },
+    async replayed(request, stored) {
+      const { webhook } = JSON.parse(stored) as { webhook?: { id: number } };
+      if (webhook === undefined) return stored;
+      try {
+        return JSON.stringify(await rotateSecret(request.db, me(request), webhook.id));
+      } catch (error) {
+        if (error instanceof HttpError && error.statusCode === 404) return undefined;
+        throw error;
+      }
+    },
+  };
+
   app.post(
     '/webhooks',
     {
-      config: { auth: 'required' },
+      config: { auth: 'required', secretFreeReplay: withFreshSecret },
       schema: {
         tags: TAGS,
         operationId: 'CreateWebhook',
@@ -106,7 +131,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhooks/:id/rotate-secret',
     {
-      config: { auth: 'required' },
+      config: { auth: 'required', secretFreeReplay: withFreshSecret },
       schema: {
         tags: TAGS,
         operationId: 'RotateWebhookSecret',
