@@ -7,6 +7,8 @@ import { migrateToLatest } from './db/migrate.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { commentsRoutes } from './modules/comments/routes.js';
+import { installEventDispatcher } from './modules/events/dispatcher.js';
+import { eventsRoutes } from './modules/events/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
 import { installAuth } from './modules/users/auth.js';
@@ -95,7 +97,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
   installShutdownDraining(app);
-  installMetrics(app, database);
+  installMetrics(app, database, installEventDispatcher(app, database));
   installValidation(app);
   installErrorHandling(app);
   installJsonBodyParser(app);
@@ -128,6 +130,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(articlesRoutes);
       await api.register(commentsRoutes);
       await api.register(tagsRoutes);
+      await api.register(eventsRoutes);
     },
     { prefix: '/api' },
   );

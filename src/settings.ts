@@ -177,6 +177,16 @@ export const SETTINGS = Type.Object(
       "requests get 503 while the process's resident memory is above this many MiB; set it somewhat below the container's " +
         'memory limit; `0` off',
     ),
+    EVENT_STREAMS_PER_CLIENT: count(
+      5,
+      'live event streams (`GET /api/events`) one client address may hold open at once in each process; past it, 429; `0` off',
+    ),
+    EVENT_STREAMS_MAX: count(1000, 'live event streams open at once in each process; past it, 503; `0` off'),
+    EVENT_STREAM_HEARTBEAT: duration(
+      '15s',
+      'how often an idle event stream gets a comment line, so that proxies keep it open; shorter than `CONNECTION_TIMEOUT`, ' +
+        'which closes a stream whose client stopped reading',
+    ),
   },
   {
     additionalProperties: false,

@@ -70,6 +70,7 @@ describe('loadConfig', () => {
       },
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 72_000, connectionMs: 60_000 },
       overload: { maxEventLoopDelayMs: 1000, maxRssBytes: 0 },
+      events: { perClient: 5, max: 1000, heartbeatMs: 15_000 },
     });
   });
 

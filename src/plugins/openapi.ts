@@ -100,6 +100,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'favorites', description: 'Favoriting articles' },
         { name: 'comments', description: 'Comments on articles' },
         { name: 'tags', description: 'Tags in use' },
+        { name: 'events', description: 'What happens, live: new articles and comments, and your notifications' },
         { name: 'index', description: 'Where this reference, the OpenAPI document and the health probes are' },
       ],
       components: {
