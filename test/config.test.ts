@@ -134,6 +134,13 @@ describe('loadConfig', () => {
     expect(error.message).not.toContain('hunter2');
   });
 
+  it('refuses an event stream heartbeat longer than the connection timeout, which would close idle streams', () => {
+    expect(loadConfig(env({ EVENT_STREAM_HEARTBEAT: '30s', CONNECTION_TIMEOUT: '30s' })).events.heartbeatMs).toBe(30_000);
+    expect(() => loadConfig(env({ EVENT_STREAM_HEARTBEAT: '2m' }))).toThrow(
+      'EVENT_STREAM_HEARTBEAT must not be longer than CONNECTION_TIMEOUT, or idle event streams are closed',
+    );
+  });
+
   it('reads WORKERS as a positive whole number', () => {
     expect(loadConfig(env({ WORKERS: '4' })).workers).toBe(4);
     expect(() => loadConfig(env({ WORKERS: '0' }))).toThrow(/WORKERS must be a positive whole number/);

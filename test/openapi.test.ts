@@ -181,6 +181,7 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /articles/{slug}/comments': [...WITH_BODY, 401, 404, 409],
   'DELETE /articles/{slug}/comments/{id}': [...WITH_BODY, 401, 403, 404],
   'GET /tags': ANY,
+  'GET /events': [...ANY, 401, 404, 422],
   'GET /': ANY,
 };
 

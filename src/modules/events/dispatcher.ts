@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig, EventStreamConfig } from '../../config.js';
 import type { DatabaseHandle, Executor } from '../../db/index.js';
@@ -92,7 +91,7 @@ export class EventDispatcher {
     database: DatabaseConfig,
     private readonly limits: EventStreamConfig,
   ) {
-    this.notifier = database.kind === 'postgres' ? new Notifier(database.url, db, log, () => this.wake()) : null;
+    this.notifier = database.kind === 'postgres' ? new Notifier(database.url, log, () => this.wake()) : null;
   }
 
   /** Streams open in this process, counted from admission, before they subscribe. */
@@ -117,10 +116,6 @@ export class EventDispatcher {
     this.admitted--;
   }
 
-  get closing(): boolean {
-    return this.closed;
-  }
-
   /** Seconds between now and the last event handed out, when the poller has not caught up with the outbox; else 0. */
   lagSeconds(now = Date.now()): number {
     return this.lastFannedOutAt === null ? 0 : Math.max(0, now - this.lastFannedOutAt) / 1000;
@@ -136,9 +131,14 @@ export class EventDispatcher {
    */
   subscribe(subscriber: Subscriber): Promise<StreamPosition> {
     return this.serially(async () => {
-      if (this.subscribers.size === 0) this.position = await streamHead(this.db);
-      this.subscribers.add(subscriber);
-      this.notifier?.listen();
+      if (this.subscribers.size === 0 && !this.closed) this.position = await streamHead(this.db);
+      // Closed meanwhile, after close() ended the others: this one ends at once too, or the server would wait for it.
+      if (this.closed) {
+        subscriber.end();
+      } else {
+        this.subscribers.add(subscriber);
+        this.notifier?.start();
+      }
       return this.position;
     });
   }
@@ -204,46 +204,46 @@ export class EventDispatcher {
 }
 
 /**
- * PostgreSQL's LISTEN/NOTIFY between the processes on one database, on a connection of its own (a pooled one would
- * stop listening when handed back). The NOTIFY is sent after the write has committed, never inside its transaction:
- * a transaction that notifies takes a lock shared by the whole database at commit, which would line up every write.
+ * PostgreSQL's LISTEN/NOTIFY between the processes on one database, both on one connection of its own, opened when
+ * this process first has a stream or a write to tell of: a pooled connection would stop listening when handed back,
+ * and the pools stay the requests'. The NOTIFY is sent after the write has committed, never inside its transaction: a
+ * transaction that notifies takes a lock shared by the whole database at commit, which would line up every write.
  */
 class Notifier {
   private client: pg.Client | null = null;
-  private wanted = false;
+  private started = false;
   private retry: NodeJS.Timeout | undefined;
   private pending: NodeJS.Timeout | undefined;
   private lastSentAt = 0;
 
   constructor(
     private readonly url: string,
-    private readonly db: Executor,
     private readonly log: Log,
     private readonly heard: () => void,
   ) {}
 
-  /** Listens from now on; connected only once a stream is open, so that a process nobody watches holds no extra connection. */
-  listen(): void {
-    if (this.wanted) return;
-    this.wanted = true;
+  start(): void {
+    if (this.started) return;
+    this.started = true;
     void this.connect();
   }
 
   notifySoon(): void {
+    this.start();
     if (this.pending !== undefined) return;
     const wait = Math.max(0, this.lastSentAt + NOTIFY_DEBOUNCE_MS - Date.now());
     this.pending = setTimeout(() => {
       this.pending = undefined;
       this.lastSentAt = Date.now();
-      // A lost NOTIFY delays the other processes' streams by one poll interval at most; it costs no request anything.
-      sql`select pg_notify(${CHANNEL}, '')`.execute(this.db).catch((error: unknown) => {
+      // Lost while reconnecting, a NOTIFY delays the other processes' streams by one poll interval at most.
+      this.client?.query(`notify ${CHANNEL}`).catch((error: unknown) => {
         this.log.warn({ err: error }, 'could not notify the other processes of a write');
       });
     }, wait);
   }
 
   async close(): Promise<void> {
-    this.wanted = false;
+    this.started = false;
     clearTimeout(this.retry);
     clearTimeout(this.pending);
     const client = this.client;
@@ -273,8 +273,8 @@ class Notifier {
     if (this.client !== client) return;
     this.client = null;
     client.end().catch(() => {});
-    if (!this.wanted) return;
-    if (error !== null) this.log.warn({ err: error }, 'lost the connection listening for events; reconnecting');
+    if (!this.started) return;
+    if (error !== null) this.log.warn({ err: error }, 'lost the connection for event notifications; reconnecting');
     this.retry = setTimeout(() => void this.connect(), LISTEN_RETRY_MS).unref();
   }
 }

@@ -60,7 +60,6 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const filter = await filterOf(request);
       const resumeAfter = request.query.lastEventId ?? request.headers['last-event-id'];
-      if (dispatcher.closing) throw new HttpError(503, { server: ['shutting down, retry later'] });
       const client = normalizeIP(request.ip);
       const refusal = dispatcher.admit(client);
       if (refusal !== null) {
