@@ -7,7 +7,9 @@ import { migrateToLatest } from './db/migrate.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { commentsRoutes } from './modules/comments/routes.js';
+import { installEventDispatcher } from './modules/events/dispatcher.js';
 import { scheduleRetention } from './modules/events/retention.js';
+import { eventsRoutes } from './modules/events/routes.js';
 import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
@@ -99,7 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
   installShutdownDraining(app);
-  installMetrics(app, database);
+  installMetrics(app, database, installEventDispatcher(app, database));
   installValidation(app);
   installErrorHandling(app);
   installJsonBodyParser(app);
@@ -135,6 +137,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(tagsRoutes);
       await api.register(notificationsRoutes);
       await api.register(webhooksRoutes);
+      await api.register(eventsRoutes);
     },
     { prefix: '/api' },
   );

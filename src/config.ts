@@ -51,6 +51,7 @@ export interface Config {
   overload: OverloadConfig;
   retention: RetentionConfig;
   webhooks: WebhookConfig;
+  events: EventStreamConfig;
 }
 
 /** How long the outbox and read notifications are kept, in milliseconds. */
@@ -100,6 +101,13 @@ export interface WebhookConfig {
   allowLoopback: boolean;
   /** The wait after the first failed attempt, doubled after each further one. No setting: tests shorten it to run retries in milliseconds. */
   backoffBaseMs: number;
+}
+
+/** The live event stream: how many may be open (0 for no limit) and how often an idle one gets a heartbeat. */
+export interface EventStreamConfig {
+  perClient: number;
+  max: number;
+  heartbeatMs: number;
 }
 
 /** One or more bad settings; the message has one line per setting, so a single start reports them all. */
@@ -182,11 +190,17 @@ function problemLines(errors: ErrorObject[]): string[] {
 
 /** Problems between settings that are each fine on their own; `refused` are those already reported. */
 function conflicts(values: Partial<Record<SettingName, unknown>>, refused: string[]): string[] {
-  const seconds = (name: 'HEADERS_TIMEOUT' | 'REQUEST_TIMEOUT') =>
-    parseDuration(String(values[name] ?? settingSchemas[name].default), name);
-  if (refused.some((line) => /^(HEADERS|REQUEST)_TIMEOUT /.test(line))) return [];
-  // Node refuses a server whose headers may take longer than the whole request.
-  return seconds('HEADERS_TIMEOUT') > seconds('REQUEST_TIMEOUT') ? ['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT'] : [];
+  const seconds = (name: SettingName) => parseDuration(String(values[name] ?? settingSchemas[name].default), name);
+  const shorter = (first: SettingName, second: SettingName, why: string) => {
+    if (refused.some((line) => line.startsWith(`${first} `) || line.startsWith(`${second} `))) return [];
+    return seconds(first) > seconds(second) ? [`${first} must not be longer than ${second}${why}`] : [];
+  };
+  return [
+    // Node refuses a server whose headers may take longer than the whole request.
+    ...shorter('HEADERS_TIMEOUT', 'REQUEST_TIMEOUT', ''),
+    // An idle stream's heartbeat is what keeps the connection timeout from closing it.
+    ...shorter('EVENT_STREAM_HEARTBEAT', 'CONNECTION_TIMEOUT', ', or idle event streams are closed'),
+  ];
 }
 
 /** Every setting, typed and with its default, or a ConfigError listing every refused value at once. */
@@ -323,6 +337,11 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       retryForMs: milliseconds('WEBHOOK_RETRY_FOR'),
       allowLoopback: settings.WEBHOOK_ALLOW_LOOPBACK,
       backoffBaseMs: WEBHOOK_BACKOFF_BASE_MS,
+    },
+    events: {
+      perClient: settings.EVENT_STREAMS_PER_CLIENT,
+      max: settings.EVENT_STREAMS_MAX,
+      heartbeatMs: milliseconds('EVENT_STREAM_HEARTBEAT'),
     },
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.

@@ -205,6 +205,16 @@ export const SETTINGS = Type.Object(
         'lets webhook endpoints be on this host (127.0.0.0/8, `::1`, `localhost`), for tests and local development; private, ' +
         'link-local and metadata addresses stay refused either way',
     }),
+    EVENT_STREAMS_PER_CLIENT: count(
+      5,
+      'live event streams (`GET /api/events`) one client address may hold open at once in each process; past it, 429; `0` off',
+    ),
+    EVENT_STREAMS_MAX: count(1000, 'live event streams open at once in each process; past it, 503; `0` off'),
+    EVENT_STREAM_HEARTBEAT: duration(
+      '15s',
+      'how often an idle event stream gets a comment line, so that proxies keep it open; shorter than `CONNECTION_TIMEOUT`, ' +
+        'which closes a stream whose client stopped reading',
+    ),
   },
   {
     additionalProperties: false,

@@ -72,6 +72,7 @@ describe('loadConfig', () => {
       overload: { maxEventLoopDelayMs: 1000, maxRssBytes: 0 },
       retention: { eventsMs: 30 * 86_400_000, readNotificationsMs: 90 * 86_400_000 },
       webhooks: { deliver: true, timeoutMs: 10_000, retryForMs: 24 * 3_600_000, allowLoopback: false, backoffBaseMs: 5_000 },
+      events: { perClient: 5, max: 1000, heartbeatMs: 15_000 },
     });
   });
 
@@ -142,6 +143,13 @@ describe('loadConfig', () => {
       'HEADERS_TIMEOUT',
     ]);
     expect(error.message).not.toContain('hunter2');
+  });
+
+  it('refuses an event stream heartbeat longer than the connection timeout, which would close idle streams', () => {
+    expect(loadConfig(env({ EVENT_STREAM_HEARTBEAT: '30s', CONNECTION_TIMEOUT: '30s' })).events.heartbeatMs).toBe(30_000);
+    expect(() => loadConfig(env({ EVENT_STREAM_HEARTBEAT: '2m' }))).toThrow(
+      'EVENT_STREAM_HEARTBEAT must not be longer than CONNECTION_TIMEOUT, or idle event streams are closed',
+    );
   });
 
   it('reads WORKERS as a positive whole number', () => {

@@ -191,6 +191,7 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /webhooks/{id}/enable': [...WITH_BODY, 401, 404, 409],
   'GET /webhooks/{id}/deliveries': [...ANY, 401, 404, 422],
   'POST /webhooks/{id}/replay': [...WITH_BODY, 401, 404, 409],
+  'GET /events': [...ANY, 401, 404, 422],
   'GET /': ANY,
 };
 

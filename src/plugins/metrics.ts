@@ -16,6 +16,12 @@ const POOL_GAUGES: Array<[name: string, help: string, stat: keyof PoolStats]> = 
   ['db_pool_waiting_requests', 'queries and transactions waiting for a free database connection', 'waiting'],
 ];
 
+/** What the live event streams report, read from the dispatcher at scrape time. */
+export interface EventStreamStats {
+  readonly open: number;
+  lagSeconds(): number;
+}
+
 /** Every unmatched URL counts under this one route label: a flood of 404s shows, and the series stay bounded. */
 const UNMATCHED_ROUTE = '__unknown__';
 /** Preflights and HEADs say nothing about the API's work. */
@@ -53,11 +59,11 @@ function installRequestDurations(app: FastifyInstance, registry: Registry): void
 }
 
 /**
- * Prometheus metrics at GET /metrics: request durations, Node's process metrics (event-loop delay included)
- * and the database connections with the queries waiting for one. Each app has a registry of its own: prom-client's global one refuses a second
- * app's metrics of the same name.
+ * Prometheus metrics at GET /metrics: request durations, Node's process metrics (event-loop delay included),
+ * the database connections with the queries waiting for one, and the live event streams. Each app has a registry
+ * of its own: prom-client's global one refuses a second app's metrics of the same name.
  */
-export function installMetrics(app: FastifyInstance, database: DatabaseHandle): void {
+export function installMetrics(app: FastifyInstance, database: DatabaseHandle, streams: EventStreamStats): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   installRequestDurations(app, registry);
@@ -73,6 +79,23 @@ export function installMetrics(app: FastifyInstance, database: DatabaseHandle): 
       },
     });
   }
+
+  new Gauge({
+    name: 'conduit_event_streams_open',
+    help: 'live event streams (GET /api/events) open in this process',
+    registers: [registry],
+    collect() {
+      this.set(streams.open);
+    },
+  });
+  new Gauge({
+    name: 'conduit_outbox_lag_seconds',
+    help: 'how old the last event handed to the live streams was while more were waiting; 0 once caught up',
+    registers: [registry],
+    collect() {
+      this.set(streams.lagSeconds());
+    },
+  });
 
   // Scrapes matter most while the instance is busy: never rate-limited or shed.
   const route = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true, exemptFromLimits: true } };

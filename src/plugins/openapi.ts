@@ -102,6 +102,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'tags', description: 'Tags in use' },
         { name: 'notifications', description: 'What others did to you or your articles, and how far you have read' },
         { name: 'webhooks', description: 'Your endpoints that receive signed events, and their delivery log' },
+        { name: 'events', description: 'What happens, live: new articles and comments, and your notifications' },
         { name: 'index', description: 'Where this reference, the OpenAPI document and the health probes are' },
       ],
       components: {

@@ -1,0 +1,103 @@
+import { normalizeIP } from '@fastify/rate-limit';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { type Static, Type } from 'typebox';
+import { HttpError, notFound, rateLimited } from '../../errors.js';
+import { RETRY_AFTER_SECONDS } from '../../plugins/errors.js';
+import { errorResponses } from '../../schemas.js';
+import { findProfile } from '../profiles/queries.js';
+import { viewerId } from '../users/auth.js';
+import type { EventType } from './catalogue.js';
+import { EventStream, type StreamFilter } from './event-stream.js';
+import { EVENT_STREAM_DESCRIPTION, EventsHeaders, EventsQuery } from './schemas.js';
+import { positionAfterEvent, type StreamPosition } from './stream.js';
+
+type EventsRequest = FastifyRequest<{ Querystring: Static<typeof EventsQuery> }>;
+
+async function filterOf(request: EventsRequest): Promise<StreamFilter> {
+  const { tag, author, types } = request.query;
+  let authorId: number | null = null;
+  if (author) {
+    // By id, not by name: the stream follows the author through a change of username, and matches deleted articles too.
+    const profile = await findProfile(request.db, author, null);
+    if (profile === undefined) throw notFound('profile');
+    authorId = profile.id;
+  }
+  return {
+    viewerId: viewerId(request),
+    types: types ? new Set(types.split(',') as EventType[]) : null,
+    tag: tag || null,
+    authorId,
+  };
+}
+
+/**
+ * `GET /api/events`: the outbox as Server-Sent Events, live from this process's dispatcher. Streams are limited per
+ * client address and per process (each process of a cluster counts its own), and are ended when the server closes,
+ * so that clients reconnect, with Last-Event-ID, to a server that is still up.
+ */
+export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const dispatcher = app.events;
+  const { heartbeatMs } = app.config.events;
+
+  app.get(
+    '/events',
+    {
+      config: { auth: 'optional' },
+      schema: {
+        tags: ['events'],
+        operationId: 'GetEvents',
+        summary: 'Live stream of new articles and comments, and of your notifications',
+        description: EVENT_STREAM_DESCRIPTION,
+        querystring: EventsQuery,
+        headers: EventsHeaders,
+        response: {
+          200: { description: 'The stream', content: { 'text/event-stream': { schema: Type.String() } } },
+          ...errorResponses(404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const filter = await filterOf(request);
+      const resumeAfter = request.query.lastEventId ?? request.headers['last-event-id'];
+      const client = normalizeIP(request.ip);
+      const refusal = dispatcher.admit(client);
+      if (refusal !== null) {
+        reply.header('retry-after', RETRY_AFTER_SECONDS);
+        throw refusal === 'client' ? rateLimited() : new HttpError(503, { streams: ['too many open, retry later'] });
+      }
+
+      const stream = new EventStream(filter, reply.raw, heartbeatMs, resumeAfter !== undefined);
+      stream.body.on('close', () => {
+        dispatcher.unsubscribe(stream);
+        dispatcher.release(client);
+      });
+      let live: StreamPosition;
+      let missedAfter: StreamPosition | null = null;
+      try {
+        // Subscribed before reading what was missed, so that nothing written meanwhile falls between the two.
+        live = await dispatcher.subscribe(stream);
+        if (resumeAfter !== undefined) missedAfter = await positionAfterEvent(request.db, Number(resumeAfter));
+      } catch (error) {
+        stream.body.destroy();
+        throw error;
+      }
+      if (missedAfter !== null) {
+        stream.catchUp(request.db, missedAfter, live).catch((error: unknown) => {
+          request.log.warn({ err: error }, 'could not read the missed events of a resuming stream');
+          stream.cut();
+        });
+      }
+      // Sent with the first frame; `connection: close` because a client reconnects to whichever server is up anyway.
+      return (
+        reply
+          .type('text/event-stream')
+          .header('cache-control', 'no-cache')
+          .header('x-accel-buffering', 'no')
+          .header('connection', 'close')
+          // The schema documents the frames as text; what is sent is the stream that carries them.
+          .send(stream.body as unknown as string)
+      );
+    },
+  );
+};

@@ -1,0 +1,283 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import {
+  createScratchDatabase,
+  DATABASES,
+  deferPerTest,
+  describeEachDatabase,
+  type ScratchDatabase,
+  sqliteAppWith,
+  testConfig,
+} from './support/app.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
+import { childEnv, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
+import { openStream, type SseMessage, type SseStream } from './support/sse.js';
+
+const HEARTBEAT = { EVENT_STREAM_HEARTBEAT: '1s' };
+
+async function listen(app: FastifyInstance): Promise<string> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+}
+
+/** The slugs of the article events, and the articles commented on, in the order the stream sent them. */
+const slugs = (stream: SseStream) => stream.events().map((event) => event.envelope.data.article?.slug);
+const withIds = (count: number) => (messages: SseMessage[]) => messages.filter((message) => message.id !== undefined).length >= count;
+
+/**
+ * The events about these articles, and the viewer's notifications. On PostgreSQL a new stream starts below the oldest
+ * transaction running anywhere on the server (events/stream.ts), so it may also carry events committed just before it
+ * opened: other tests' among them.
+ */
+const about = (stream: SseStream, articles: string[]) =>
+  stream.events().filter((event) => event.name === 'notification' || articles.includes(event.envelope.data.article?.slug));
+const untilAbout = (stream: SseStream, articles: string[], count: number) => stream.until(() => about(stream, articles).length >= count);
+
+async function comment(app: FastifyInstance, user: TestUser, slug: string) {
+  const response = await call(app, 'POST', `/api/articles/${slug}/comments`, { token: user.token, body: { comment: { body: 'Nice' } } });
+  expect(response.status).toBe(201);
+  return response.body.comment;
+}
+
+describeEachDatabase(
+  'GET /api/events',
+  (ctx) => {
+    const defer = deferPerTest();
+    let base = '';
+    beforeAll(async () => {
+      base = await listen(ctx().app);
+    });
+
+    const openStreams = async () => Number(/^conduit_event_streams_open (\d+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1]);
+
+    /** A stream that is subscribed: its first frame (`retry:`) has arrived, so every later write reaches it. */
+    async function open(query = '', headers: Record<string, string> = {}, at = base): Promise<SseStream> {
+      const stream = await openStream(`${at}/api/events${query}`, headers);
+      defer(async () => stream.close());
+      expect(stream.status).toBe(200);
+      await stream.until((messages) => messages.length > 0);
+      return stream;
+    }
+
+    it('sends public events to anyone, as SSE with their envelope, and not who follows whom', async () => {
+      const { app } = ctx();
+      const stream = await open();
+      expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expect(stream.headers.get('cache-control')).toBe('no-cache');
+      expect(stream.headers.get('x-accel-buffering')).toBe('no');
+      expect(stream.messages[0]).toEqual({ retry: 3000 });
+
+      const [author, reader] = [await registerUser(app, 'sse'), await registerUser(app, 'sse')];
+      const article = await createArticle(app, author.token, { tagList: ['live'] });
+      expect((await call(app, 'POST', `/api/profiles/${author.username}/follow`, { token: reader.token })).status).toBe(200);
+      await comment(app, reader, article.slug);
+
+      await untilAbout(stream, [article.slug], 2);
+      const events = about(stream, [article.slug]);
+      expect(events.map((event) => event.name)).toEqual(['article.created', 'comment.created']);
+      expect(events[0]).toMatchObject({
+        id: expect.stringMatching(/^\d+$/),
+        envelope: { type: 'article.created', version: 1, data: { article: { slug: article.slug, tagList: ['live'] } } },
+      });
+      expect(events[0]!.envelope.id).toBe(events[0]!.id);
+      expect(events[1]!.envelope.data.comment.author.username).toBe(reader.username);
+    });
+
+    it("sends a signed-in user their notifications as such, and nobody else's", async () => {
+      const { app } = ctx();
+      const [me, other, third] = [await registerUser(app, 'me'), await registerUser(app, 'other'), await registerUser(app, 'third')];
+      const stream = await open('', { authorization: `Token ${me.token}` });
+      const mine = await createArticle(app, me.token);
+      const theirs = await createArticle(app, other.token);
+
+      await comment(app, other, mine.slug);
+      await comment(app, third, theirs.slug);
+      await comment(app, me, mine.slug);
+      expect((await call(app, 'POST', `/api/profiles/${me.username}/follow`, { token: other.token })).status).toBe(200);
+      expect((await call(app, 'POST', `/api/profiles/${third.username}/follow`, { token: other.token })).status).toBe(200);
+      expect((await call(app, 'POST', `/api/articles/${mine.slug}/favorite`, { token: third.token })).status).toBe(200);
+
+      await untilAbout(stream, [mine.slug, theirs.slug], 7);
+      expect(about(stream, [mine.slug, theirs.slug]).map((event) => [event.name, event.envelope.type])).toEqual([
+        ['article.created', 'article.created'],
+        ['article.created', 'article.created'],
+        ['notification', 'comment.created'],
+        ['comment.created', 'comment.created'],
+        ['comment.created', 'comment.created'],
+        ['notification', 'profile.followed'],
+        ['notification', 'article.favorited'],
+      ]);
+      // Without the token the same writes are public events only.
+      const anonymous = await open();
+      await comment(app, other, mine.slug);
+      await untilAbout(anonymous, [mine.slug], 1);
+      expect(about(anonymous, [mine.slug]).map((event) => event.name)).toEqual(['comment.created']);
+    });
+
+    it('filters by tag, by author (their articles and the comments on them) and by type', async () => {
+      const { app } = ctx();
+      const [writer, someone] = [await registerUser(app, 'writer'), await registerUser(app, 'someone')];
+      const tag = unique('tag');
+      const byTag = await open(`?tag=${tag}`);
+      const byAuthor = await open(`?author=${writer.username}`);
+      const byType = await open('?types=comment.created,article.deleted');
+
+      const tagged = await createArticle(app, someone.token, { tagList: [tag] });
+      const untagged = await createArticle(app, writer.token);
+      await comment(app, someone, untagged.slug);
+      await comment(app, writer, tagged.slug);
+      expect(
+        (await call(app, 'PUT', `/api/articles/${tagged.slug}`, { token: someone.token, body: { article: { body: 'New' } } })).status,
+      ).toBe(200);
+      expect((await call(app, 'DELETE', `/api/articles/${untagged.slug}`, { token: writer.token })).status).toBe(204);
+
+      const both = [tagged.slug, untagged.slug];
+      await Promise.all([byTag.until(withIds(2)), byAuthor.until(withIds(3)), untilAbout(byType, both, 3)]);
+      expect(byTag.events().map((event) => event.name)).toEqual(['article.created', 'article.updated']);
+      expect(slugs(byTag)).toEqual([tagged.slug, tagged.slug]);
+      expect(byAuthor.events().map((event) => event.name)).toEqual(['article.created', 'comment.created', 'article.deleted']);
+      expect(slugs(byAuthor)).toEqual([untagged.slug, untagged.slug, untagged.slug]);
+      expect(about(byType, both).map((event) => event.name)).toEqual(['comment.created', 'comment.created', 'article.deleted']);
+
+      expect((await call(app, 'GET', '/api/events?author=nobody-is-called-this')).status).toBe(404);
+      const refused = await call(app, 'GET', '/api/events?types=article.created,profile.followed');
+      expect(refused.status).toBe(422);
+      expect(refused.body.errors.types).toBeDefined();
+      expect((await call(app, 'GET', '/api/events', { headers: { 'last-event-id': 'abc' } })).status).toBe(422);
+    });
+
+    it('resumes after Last-Event-ID with exactly the events missed, in order, then goes on live', async () => {
+      const { app } = ctx();
+      const author = await registerUser(app, 'resume');
+      const first = await open(`?author=${author.username}`);
+      const written: string[] = [];
+      for (let i = 0; i < 5; i++) written.push((await createArticle(app, author.token)).slug);
+      await first.until(withIds(5));
+      expect(slugs(first)).toEqual(written);
+      const lastSeen = first.events().at(-1)!.id;
+      first.close();
+
+      for (let i = 0; i < 5; i++) written.push((await createArticle(app, author.token)).slug);
+      const resumed = await open(`?author=${author.username}`, { 'last-event-id': lastSeen });
+      await resumed.until(withIds(5));
+      written.push((await createArticle(app, author.token)).slug);
+      await resumed.until(withIds(6));
+      expect(slugs(resumed)).toEqual(written.slice(5));
+
+      // The query parameter does the same, for EventSource polyfills that cannot set the header.
+      const polyfilled = await open(`?author=${author.username}&lastEventId=${lastSeen}`);
+      await polyfilled.until(withIds(6));
+      expect(slugs(polyfilled)).toEqual(written.slice(5));
+    });
+
+    it('caps the streams one client address holds with 429, and frees a place when one closes', async () => {
+      // The earlier tests' streams are closed, but the server may not have seen the last of them go yet.
+      await expect.poll(openStreams).toBe(0);
+      const streams = await Promise.all(Array.from({ length: 5 }, () => open()));
+      const refused = await openStream(`${base}/api/events`);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(await refused.json()).toEqual({ errors: { rate: ['limit exceeded'] } });
+
+      streams[0]!.close();
+      await expect.poll(openStreams).toBe(4);
+      await open();
+    });
+
+    it('sends a heartbeat comment while nothing happens', async () => {
+      const stream = await open();
+      await stream.until((messages) => messages.some((message) => message.comment === 'ping'), 3000);
+    });
+  },
+  HEARTBEAT,
+);
+
+for (const kind of DATABASES) {
+  describe(`GET /api/events across a restart [${kind}]`, () => {
+    let scratch: ScratchDatabase | undefined;
+    beforeAll(async () => {
+      scratch = await createScratchDatabase(kind);
+    });
+    afterAll(async () => scratch?.drop());
+
+    it('ends its streams on close without holding it up, and the next server resumes them', async () => {
+      const first = await buildApp(testConfig(scratch!.url));
+      const author = await registerUser(first, 'restart');
+      const stream = await openStream(`${await listen(first)}/api/events`);
+      await stream.until((messages) => messages.length > 0);
+      const written = [(await createArticle(first, author.token)).slug, (await createArticle(first, author.token)).slug];
+      await stream.until(withIds(2));
+      const lastSeen = stream.events().at(-1)!.id;
+      written.push((await createArticle(first, author.token)).slug);
+
+      const closing = Date.now();
+      await first.close();
+      await stream.ended;
+      expect(Date.now() - closing).toBeLessThan(3000);
+
+      const second = await buildApp(testConfig(scratch!.url));
+      try {
+        written.push((await createArticle(second, author.token)).slug);
+        const resumed = await openStream(`${await listen(second)}/api/events`, { 'last-event-id': lastSeen });
+        try {
+          await resumed.until(withIds(2));
+          expect(slugs(resumed)).toEqual(written.slice(2));
+        } finally {
+          resumed.close();
+        }
+      } finally {
+        await second.close();
+      }
+    });
+  });
+}
+
+describe('GET /api/events and the timeouts', () => {
+  const defer = deferPerTest();
+
+  it('keeps a stream open past the request and connection timeouts while its client reads', async () => {
+    const timeouts = { HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1s', CONNECTION_TIMEOUT: '2s', ...HEARTBEAT };
+    const stream = await openStream(`${await listen(await sqliteAppWith(defer, timeouts))}/api/events`);
+    defer(async () => stream.close());
+    await stream.until((messages) => messages.filter((message) => message.comment === 'ping').length >= 4, 6000);
+    expect(stream.messages[0]).toEqual({ retry: 3000 });
+  });
+});
+
+const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
+
+describe.skipIf(!POSTGRES)('GET /api/events on two server processes sharing PostgreSQL', () => {
+  let scratch: ScratchDatabase | undefined;
+  const servers: RunningServer[] = [];
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('postgres');
+    const env = childEnv(scratch.url);
+    servers.push(...(await Promise.all([startServer(SERVER_ENTRY, [], env), startServer(SERVER_ENTRY, [], env)])));
+  });
+  afterAll(async () => {
+    for (const server of servers) await server.stop('SIGKILL');
+    await scratch?.drop();
+  });
+
+  it("delivers a write on one instance to the other's streams within two seconds", async () => {
+    const [a, b] = servers.map((server) => server.base) as [string, string];
+    const username = unique('twin');
+    const user = { username, email: `${username}@example.com`, password: 'password123' };
+    const token: string = (await request(a, 'POST', '/api/users', { body: { user } })).body.user.token;
+    const stream = await openStream(`${b}/api/events`);
+    try {
+      await stream.until((messages) => messages.length > 0);
+      for (let i = 1; i <= 3; i++) {
+        const written = Date.now();
+        const body = { article: { title: `Across ${username} ${i}`, description: 'd', body: 'b' } };
+        expect((await request(a, 'POST', '/api/articles', { token, body })).status).toBe(201);
+        await stream.until(withIds(i), 2000);
+        expect(Date.now() - written).toBeLessThan(2000);
+      }
+    } finally {
+      stream.close();
+    }
+  });
+});
