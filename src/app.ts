@@ -101,7 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
   installShutdownDraining(app);
-  installMetrics(app, database, installEventDispatcher(app, database));
+  const metrics = installMetrics(app, database, installEventDispatcher(app, database));
   installValidation(app);
   installErrorHandling(app);
   installJsonBodyParser(app);
@@ -142,7 +142,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     { prefix: '/api' },
   );
 
-  if (config.webhooks.deliver) installDeliveryWorker(app, database);
+  if (config.webhooks.deliver) installDeliveryWorker(app, database, metrics);
 
   await prepareDecoy();
   return app;

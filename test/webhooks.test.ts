@@ -279,6 +279,14 @@ for (const kind of DATABASES) {
         'the delivery to succeed',
       );
       expect(log.body.deliveries[0]).toMatchObject({ attempts: 3, lastStatus: 200, lastError: null });
+
+      // Other tests share this app, so its counters are at least this one's attempts.
+      const scraped = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      const counted = (outcome: string) =>
+        Number(new RegExp(`^conduit_webhook_attempts_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(scraped)?.[1]);
+      expect(counted('retrying')).toBeGreaterThanOrEqual(2);
+      expect(counted('delivered')).toBeGreaterThanOrEqual(1);
+      expect(scraped).toMatch(/^conduit_webhook_delivery_lag_seconds_count [1-9]/m);
     });
 
     it("sends one endpoint's events in event order, later ones waiting while an earlier one is retried", async () => {

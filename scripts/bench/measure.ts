@@ -1,5 +1,6 @@
 import type { Argon2Baseline } from './argon2-baseline.js';
 import type { Ceiling } from './ceiling.js';
+import { measureDelivery } from './delivery.js';
 import { type Answer, type LoadResult, type RequestSource, type RequestSpec, runLoad, send } from './load.js';
 import type { LockSampler } from './locks.js';
 import type { InstancesRun, MixedResult, ScenarioResult } from './report.js';
@@ -111,6 +112,22 @@ async function measureBesideWrites(
  */
 export async function measureScenario(scenario: Scenario, context: MeasureContext): Promise<ScenarioResult> {
   const { server, ceiling, settings } = context;
+  if (scenario.deliveryAuthors !== undefined) {
+    // A latency, not a throughput: the ceiling server has no outbox to compare it with.
+    const rss = watchRss([server.pid]);
+    const { writes, delivery } = await measureDelivery(server.base, scenario.next, scenario.deliveryAuthors, settings.seconds);
+    return {
+      id: scenario.id,
+      title: SCENARIO_TITLES[scenario.id],
+      responseBytes: 0,
+      server: writes,
+      ceiling: null,
+      ratio: null,
+      rssMaxBytes: rss.stop(),
+      cpuMicrosPerRequest: null,
+      delivery,
+    };
+  }
   const sized: Answer[] = [];
   for (let i = 0; i < scenario.variety; i++) sized.push(await send(server.base, scenario.next()));
   const responseBytes = median(sized.map((answer) => answer.bytes));

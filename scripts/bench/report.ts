@@ -5,6 +5,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import type { Argon2Baseline } from './argon2-baseline.js';
 import type { DatabaseKind } from './databases.js';
+import type { DeliveryResult } from './delivery.js';
 import type { Answer, LoadResult } from './load.js';
 import type { LockWaits } from './locks.js';
 import type { PhaseTiming } from './progress.js';
@@ -31,6 +32,8 @@ export interface ScenarioResult {
   mixed?: MixedResult[];
   /** Only for `login`: how close it gets to bare argon2, and whether other requests stay fast meanwhile. */
   login?: { argon2: Argon2Baseline; ratio: number; tagsAlongside: LoadResult };
+  /** Only for `events`: how long events took from their write to the live streams and the webhook receiver. */
+  delivery?: DeliveryResult;
   /** Only for the two-instance scenarios: the same load on one server, then on two; `ratio` is two's req/s over one's. */
   instances?: { one: InstancesRun; two: InstancesRun; ratio: number };
 }
@@ -80,6 +83,8 @@ export interface Machine {
 
 /** The target for GET /api/tags' p99 while logins saturate the thread pool: the event loop must stay free. */
 export const TAGS_P99_TARGET_MS = 25;
+/** From an event's write to its arrival at a live stream or a webhook receiver, at 20 writes/s with 50 streams open. */
+export const DELIVERY_P99_TARGET_MS = 1000;
 /** The targets for the write scenarios on two servers sharing one PostgreSQL database. */
 export const TWO_INSTANCE_RATIO_TARGET = 0.9;
 export const LOCK_WAIT_TARGET = 0.1;
@@ -203,6 +208,16 @@ export function formatRun(run: DatabaseRun): string {
         (locked === undefined || locked === null
           ? ''
           : `; lock waits on two ${percent(locked)} (target < ${percent(LOCK_WAIT_TARGET)}${verdict(locked < LOCK_WAIT_TARGET)})`),
+    );
+  }
+  for (const result of run.scenarios) {
+    if (result.delivery === undefined) continue;
+    const { streams, writesAsked, events, stream, fewestOnAStream, webhook } = result.delivery;
+    const verdict = (p99: number) => `(target p99 < ${DELIVERY_P99_TARGET_MS} ms: ${p99 < DELIVERY_P99_TARGET_MS ? 'met' : 'MISSED'})`;
+    lines.push(
+      `events: ${events} articles at ${writesAsked}/s asked; ${streams} live streams: p50 ${stream.p50} ms, p99 ${stream.p99} ms, ` +
+        `max ${stream.max} ms ${verdict(stream.p99)}, fewest on one stream ${fewestOnAStream}/${events}; webhook: ${webhook.received}/${events} ` +
+        `delivered, p50 ${webhook.p50} ms, p99 ${webhook.p99} ms, max ${webhook.max} ms ${verdict(webhook.p99)}`,
     );
   }
   const secondLog = run.secondServerLog === undefined ? '' : `, second server's: ${run.secondServerLog}`;

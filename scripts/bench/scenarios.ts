@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { DatabaseConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/index.js';
 import { getTagsAnswerJson } from '../../src/modules/tags/queries.js';
+import { DELIVERY_STREAMS, DELIVERY_WRITES_PER_SECOND } from './delivery.js';
 import { type RequestSource, type RequestSpec, send } from './load.js';
 import { Random } from './random.js';
 import { BENCH_PASSWORD } from './seed-data.js';
@@ -29,6 +30,7 @@ export const SCENARIO_IDS = [
   'mixed',
   'create-article',
   'favorite',
+  'events',
   // The same writes on one server, then on two: left out of --smoke unless named.
   'create-article-2x',
   'favorite-2x',
@@ -70,6 +72,7 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   mixed: 'reads as a site gets them (lists, articles, feeds, tags; 200 viewers), alone and beside 20 and 100 writes/s',
   'create-article': 'POST /api/articles by the 200 viewers in turn, 1-3 seeded tags, unique titles',
   favorite: 'POST and DELETE /api/articles/:slug/favorite, toggles by 200 viewers on 1,000 articles',
+  events: `GET /api/events: ${DELIVERY_STREAMS} live streams and a webhook endpoint per author, beside ${DELIVERY_WRITES_PER_SECOND} new articles/s; outbox-to-delivery latency`,
   'create-article-2x': 'create-article on one server, then on two on the same database, the connections split between them',
   'favorite-2x': 'favorite on one server, then on two on the same database, the connections split between them',
 };
@@ -113,7 +116,12 @@ export interface Scenario {
   writes?: RequestSource;
   /** Measured on one server, then on two on the same database (the *-2x scenarios). */
   twoInstances?: true;
+  /** Writes by these authors (tokens), each with a webhook endpoint, while live streams listen (the events scenario). */
+  deliveryAuthors?: string[];
 }
+
+/** Writers of the events scenario: each has a webhook endpoint, and a user may have 10. */
+const DELIVERY_AUTHORS = 10;
 
 const SPREAD_TAGS = 20;
 const SPREAD_AUTHORS = 20;
@@ -331,6 +339,14 @@ function tagTaker(tags: readonly string[]): (count: number) => string[] {
 
 export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessions): Scenario {
   if (isTwoInstance(id)) return { ...buildScenario(TWO_INSTANCE_SCENARIOS[id], targets, sessions), id, twoInstances: true };
+  if (id === 'events') {
+    const authors = sessions.viewers.slice(0, DELIVERY_AUTHORS);
+    return {
+      ...buildScenario('create-article', targets, { ...sessions, viewers: authors }),
+      id,
+      deliveryAuthors: authors.map((a) => a.token),
+    };
+  }
   const tokens = sessions.few.map((session) => session.token);
   const viewers = sessions.viewers.map((session) => session.token);
   switch (id) {

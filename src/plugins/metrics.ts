@@ -61,9 +61,10 @@ function installRequestDurations(app: FastifyInstance, registry: Registry): void
 /**
  * Prometheus metrics at GET /metrics: request durations, Node's process metrics (event-loop delay included),
  * the database connections with the queries waiting for one, and the live event streams. Each app has a registry
- * of its own: prom-client's global one refuses a second app's metrics of the same name.
+ * of its own, returned for the features that add theirs: prom-client's global one refuses a second app's metrics of
+ * the same name.
  */
-export function installMetrics(app: FastifyInstance, database: DatabaseHandle, streams: EventStreamStats): void {
+export function installMetrics(app: FastifyInstance, database: DatabaseHandle, streams: EventStreamStats): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   installRequestDurations(app, registry);
@@ -100,4 +101,5 @@ export function installMetrics(app: FastifyInstance, database: DatabaseHandle, s
   // Scrapes matter most while the instance is busy: never rate-limited or shed.
   const route = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true, exemptFromLimits: true } };
   app.get('/metrics', route, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  return registry;
 }

@@ -120,6 +120,8 @@ export async function claimDue(database: DatabaseHandle, now: number, limit: num
 export const retryDelay = (attempts: number, baseMs: number): number =>
   Math.min(baseMs * 2 ** (attempts - 1), MAX_WAIT_MS) * (0.8 + 0.4 * Math.random());
 
+export type AttemptOutcome = 'delivered' | 'retrying' | 'failed';
+
 const describeFailure = (result: DeliveryResult) => result.error ?? `status ${result.status}`;
 
 /**
@@ -134,7 +136,7 @@ export function recordAttempt(
   result: DeliveryResult,
   now: number,
   policy: Pick<WebhookConfig, 'retryForMs' | 'backoffBaseMs'>,
-): Promise<void> {
+): Promise<AttemptOutcome> {
   return inTransaction(db, async (trx) => {
     const attempts = delivery.attempts + 1;
     const outcome = {
@@ -146,11 +148,11 @@ export function recordAttempt(
     const update = trx.updateTable('webhook_deliveries').where('id', '=', delivery.id).where('status', '=', PENDING);
     if (result.ok) {
       await update.set({ ...outcome, status: 'delivered', finished_at: now }).execute();
-      return;
+      return 'delivered';
     }
     if (now - delivery.createdAt < policy.retryForMs) {
       await update.set({ ...outcome, next_attempt_at: now + Math.round(retryDelay(attempts, policy.backoffBaseMs)) }).execute();
-      return;
+      return 'retrying';
     }
     await update.set({ ...outcome, status: 'failed', finished_at: now }).execute();
     const disabled = await trx
@@ -160,7 +162,7 @@ export function recordAttempt(
       .where('enabled', '=', 1)
       .returning('owner_id')
       .executeTakeFirst();
-    if (disabled === undefined) return;
+    if (disabled === undefined) return 'failed';
     // The rest of its queue would only fail the same way; once the endpoint works again, its owner can replay them.
     await trx
       .updateTable('webhook_deliveries')
@@ -181,5 +183,6 @@ export function recordAttempt(
         created_at: now,
       })
       .execute();
+    return 'failed';
   });
 }

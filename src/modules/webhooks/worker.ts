@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { WebhookConfig } from '../../config.js';
 import type { DatabaseHandle } from '../../db/index.js';
 import { packageInfo } from '../../package-info.js';
@@ -18,6 +19,29 @@ const LEASE_MARGIN_MS = 60_000;
 const STOP_WAIT_MS = 2_000;
 /** Endpoints owe us a status, not a body. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export interface DeliveryMetrics {
+  attempts: Counter<'outcome'>;
+  lag: Histogram;
+}
+
+/** What /metrics shows of the deliveries this process made: how each attempt ended, and how long events waited. */
+export function deliveryMetrics(registry: Registry): DeliveryMetrics {
+  return {
+    attempts: new Counter({
+      name: 'conduit_webhook_attempts_total',
+      help: 'webhook delivery attempts by this process: delivered, retrying (failed, tried again later) or failed (given up)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    lag: new Histogram({
+      name: 'conduit_webhook_delivery_lag_seconds',
+      help: 'from the event to its successful delivery (retries included)',
+      buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 30, 300, 3600, 86400],
+      registers: [registry],
+    }),
+  };
+}
 
 export interface DeliveryWorker {
   stop(): Promise<void>;
@@ -57,7 +81,12 @@ function alarm() {
  * time, and records each outcome. A finished attempt wakes the loop at once, since it may have unblocked the
  * endpoint's next delivery.
  */
-export function startDeliveryWorker(database: DatabaseHandle, config: WebhookConfig, log: FastifyBaseLogger): DeliveryWorker {
+export function startDeliveryWorker(
+  database: DatabaseHandle,
+  config: WebhookConfig,
+  log: FastifyBaseLogger,
+  metrics: DeliveryMetrics,
+): DeliveryWorker {
   const inFlight = new Set<Promise<void>>();
   const wakeUp = alarm();
   let stopping = false;
@@ -76,7 +105,9 @@ export function startDeliveryWorker(database: DatabaseHandle, config: WebhookCon
       body: envelope(delivery.event),
     };
     const result = await sendWebhook(delivery.url, message, delivery.secret, sendOptions);
-    await recordAttempt(database.writer, delivery, result, Date.now(), config);
+    const outcome = await recordAttempt(database.writer, delivery, result, Date.now(), config);
+    metrics.attempts.labels({ outcome }).inc();
+    if (outcome === 'delivered') metrics.lag.observe((Date.now() - delivery.event.createdAt) / 1000);
   };
 
   const start = (delivery: ClaimedDelivery) => {
@@ -117,10 +148,11 @@ export function startDeliveryWorker(database: DatabaseHandle, config: WebhookCon
 }
 
 /** Runs the worker while the app is up: from ready (listen, or the first inject) until close, before the database closes. */
-export function installDeliveryWorker(app: FastifyInstance, database: DatabaseHandle): void {
+export function installDeliveryWorker(app: FastifyInstance, database: DatabaseHandle, registry: Registry): void {
+  const metrics = deliveryMetrics(registry);
   let worker: DeliveryWorker | undefined;
   app.addHook('onReady', async () => {
-    worker = startDeliveryWorker(database, app.config.webhooks, app.log);
+    worker = startDeliveryWorker(database, app.config.webhooks, app.log, metrics);
   });
   app.addHook('preClose', async () => {
     await worker?.stop();
