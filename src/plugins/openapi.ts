@@ -88,7 +88,11 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         license: { name: packageInfo.license, identifier: packageInfo.license },
         description:
           'The RealWorld ("Conduit") API, spec 2.0.0. Errors are `{"errors": {"field": ["message"]}}`. ' +
-          'Sign in with POST /users/login, then **Authorize** with `Token <token>`.',
+          'Sign in with POST /users/login, then **Authorize** with `Token <token>`.\n\n' +
+          '**Versioning.** These paths, without a version in them, are version 1 and stay compatible: changes only add ' +
+          '(fields in answers, optional parameters, endpoints, event types), and clients ignore what they do not know. A ' +
+          'change that would break a client gets a new path prefix, with version 1 kept beside it. Events carry the ' +
+          'schema version of their `data` in `version`.',
       },
       // Relative, so "Try it out" calls whichever host and port served the page. @fastify/swagger strips this
       // base from the route URLs, so paths read as the RealWorld spec writes them (`/tags`, sent to `/api/tags`).
