@@ -1,22 +1,10 @@
 import { type Expression, sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
-import { unprocessable } from '../../errors.js';
+import { encodeIdCursor } from '../../id-cursor.js';
 import { toIso } from '../../schemas.js';
 import type { NotificationKind } from '../events/catalogue.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 import { UNREAD_CAP } from './schemas.js';
-
-/** The last id of a page, encoded so that clients pass it back as it is instead of doing arithmetic on ids. */
-export const encodeCursor = (id: number) => Buffer.from(String(id)).toString('base64url');
-
-/** The id a cursor from `encodeCursor` stands for; anything else is the contract's 422. */
-export function decodeCursor(cursor: string): number {
-  const id = Number(Buffer.from(cursor, 'base64url').toString());
-  // Node's decoder skips what is not base64url and Number() reads "1e3" or " 7": only a cursor that encodes back to
-  // itself is one this server made.
-  if (!Number.isSafeInteger(id) || id < 1 || encodeCursor(id) !== cursor) throw unprocessable('cursor', 'is invalid');
-  return id;
-}
 
 /**
  * The caller's notifications after the cursor, newest first, each with its actor, article, comment and endpoint, in
@@ -105,7 +93,7 @@ export async function listNotifications(db: Executor, recipientId: number, page:
     notifications: shown.map((row) => toNotification(row, counts.read_up_to)),
     // Typed nullable as any scalar subquery is; a count never is.
     unreadCount: Number(counts.unread),
-    nextCursor: rows.length > page.limit ? encodeCursor(shown.at(-1)!.id) : null,
+    nextCursor: rows.length > page.limit ? encodeIdCursor(shown.at(-1)!.id) : null,
   };
 }
 

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { decodeIdCursor } from '../../id-cursor.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn } from '../users/auth.js';
-import { decodeCursor, listNotifications, markRead } from './queries.js';
+import { listNotifications, markRead } from './queries.js';
 import { MarkReadBody, NotificationListResponse, NotificationsQuery, UnreadCountResponse } from './schemas.js';
 
 export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -19,7 +20,7 @@ export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { limit, cursor } = request.query;
-      const before = cursor === undefined ? undefined : decodeCursor(cursor);
+      const before = cursor === undefined ? undefined : decodeIdCursor(cursor);
       return listNotifications(request.db, signedIn(request).account.id, { limit, before });
     },
   );

@@ -1,6 +1,7 @@
 import { dialectOf, type Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound, unprocessable } from '../../errors.js';
+import { decodeIdCursor, encodeIdCursor } from '../../id-cursor.js';
 import { toIso } from '../../schemas.js';
 import { type EventType, eventMask, typesInMask } from '../events/catalogue.js';
 import { ENDPOINTS_MAX } from './schemas.js';
@@ -133,19 +134,9 @@ const toDelivery = (row: DeliveryRow) => ({
   nextAttemptAt: row.status === 'pending' ? toIso(row.next_attempt_at) : null,
 });
 
-/** A page cursor is the last delivery id shown, encoded so that clients pass it back rather than compute one. */
-const encodeCursor = (id: number) => Buffer.from(String(id)).toString('base64url');
-
-function decodeCursor(cursor: string): number {
-  const text = Buffer.from(cursor, 'base64url').toString();
-  // Decoding forgives stray characters; only a cursor this API could have written is taken.
-  if (!/^[1-9]\d{0,14}$/.test(text) || encodeCursor(Number(text)) !== cursor) throw unprocessable('cursor', 'is invalid');
-  return Number(text);
-}
-
 /** One endpoint's deliveries, newest first, `limit` at a time from the (endpoint_id, id) index. */
 export async function listDeliveries(db: Executor, ownerId: number, endpointId: number, limit: number, cursor?: string) {
-  const before = cursor === undefined ? undefined : decodeCursor(cursor);
+  const before = cursor === undefined ? undefined : decodeIdCursor(cursor);
   await getEndpoint(db, ownerId, endpointId);
   const rows = await db
     .selectFrom('webhook_deliveries as d')
@@ -171,7 +162,7 @@ export async function listDeliveries(db: Executor, ownerId: number, endpointId: 
   const page = rows.slice(0, limit);
   return {
     deliveries: page.map(toDelivery),
-    nextCursor: rows.length > limit ? encodeCursor(page.at(-1)!.id) : null,
+    nextCursor: rows.length > limit ? encodeIdCursor(page.at(-1)!.id) : null,
   };
 }
 

@@ -1,0 +1,16 @@
+import { unprocessable } from './errors.js';
+
+/**
+ * Pages that go back in id order hand out the last id shown as an opaque cursor, so that clients pass it back as it
+ * is instead of doing arithmetic on ids.
+ */
+export const encodeIdCursor = (id: number) => Buffer.from(String(id)).toString('base64url');
+
+/** The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. */
+export function decodeIdCursor(cursor: string): number {
+  const id = Number(Buffer.from(cursor, 'base64url').toString());
+  // Node's decoder skips what is not base64url and Number() reads "1e3" or " 7": only a cursor that encodes back to
+  // itself is one this server made.
+  if (!Number.isSafeInteger(id) || id < 1 || encodeIdCursor(id) !== cursor) throw unprocessable('cursor', 'is invalid');
+  return id;
+}
