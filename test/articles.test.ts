@@ -539,6 +539,17 @@ describeEachDatabase('articles', (ctx) => {
       });
     });
 
+    it('answers a new article exactly as a read of it answers, tags and author profile included', async () => {
+      const author = await registerUser(app(), 'author');
+      const profile = { bio: 'Writes things', image: 'https://example.com/me.png' };
+      expect((await call(app(), 'PUT', '/api/user', { token: author.token, body: { user: profile } })).status).toBe(200);
+      const created = await createArticle(app(), author.token, { tagList: [' zeta', 'Alpha', 'zeta', 'émoji 🐉', 'beta '] });
+      expect(created.tagList).toEqual(['Alpha', 'beta', 'zeta', 'émoji 🐉']);
+      expect(created.author).toEqual({ username: author.username, ...profile, following: false });
+      const read = await call(app(), 'GET', `/api/articles/${created.slug}`, { token: author.token });
+      expect(read.body.article).toEqual(created);
+    });
+
     it("answers 403 for another user's article and changes nothing", async () => {
       const author = await registerUser(app(), 'author');
       const intruder = await registerUser(app(), 'intruder');

@@ -73,8 +73,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const me = signedIn(request).account.id;
-      return reply.code(201).send(await createArticle(request.db, me, request.body.article, Date.now()));
+      return reply.code(201).send(await createArticle(request.db, signedIn(request).account, request.body.article, Date.now()));
     },
   );
 

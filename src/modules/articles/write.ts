@@ -2,6 +2,7 @@ import { uniqueViolation } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
+import { toIso } from '../../schemas.js';
 import { appendEvent } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
 import type { Account } from '../users/queries.js';
@@ -85,26 +86,27 @@ async function withFreeSlug<T>(db: Executor, title: string, write: (trx: Executo
 type ArticleAnswer = NonNullable<Awaited<ReturnType<typeof getArticleAnswer>>>;
 
 /**
- * The article as its author now sees it, read inside the write's transaction: the answer to the request, and (with
- * `favorited` as anyone else sees it) the event's data. The author never follows themselves, so only that flag
+ * The updated article as its author now sees it, read inside the write's transaction: the answer to the request, and
+ * (with `favorited` as anyone else sees it) the event's data. The author never follows themselves, so only that flag
  * differs.
  */
-async function recordArticleEvent(trx: Executor, type: 'article.created' | 'article.updated', id: number, authorId: number, now: number) {
+async function recordUpdate(trx: Executor, id: number, authorId: number, now: number): Promise<ArticleAnswer> {
   const answer = await getArticleAnswer(trx, { id }, authorId);
   if (answer === undefined) throw new Error(`article ${id} vanished inside its own transaction`);
-  await appendEvent(
-    trx,
-    { type, actorId: authorId, ownerId: authorId, articleId: id, data: { article: { ...answer.article, favorited: false } } },
-    now,
-  );
+  const data = { article: { ...answer.article, favorited: false } };
+  await appendEvent(trx, { type: 'article.updated', actorId: authorId, ownerId: authorId, articleId: id, data }, now);
   return answer;
 }
 
-/** Creates the article and answers it as its author sees it. */
-export function createArticle(db: Executor, authorId: number, article: NewArticle, now: number): Promise<ArticleAnswer> {
+/**
+ * Creates the article and answers it as its author sees it, built from what was written instead of read back: a new
+ * article has no favorites, and its author follows nobody as themselves. The event carries the same article.
+ */
+export function createArticle(db: Executor, author: Actor, article: NewArticle, now: number): Promise<ArticleAnswer> {
+  const tagList = normalizeTags(article.tagList ?? []);
   return withFreeSlug(db, article.title, async (trx, slug) => {
     // The new article row is the one lock no one else can be waiting for, so its tags go first here.
-    const tagIds = await lockTags(trx, normalizeTags(article.tagList ?? []));
+    const tagIds = await lockTags(trx, tagList);
     const { id } = await trx
       .insertInto('articles')
       .values({
@@ -112,14 +114,29 @@ export function createArticle(db: Executor, authorId: number, article: NewArticl
         title: article.title,
         description: article.description,
         body: article.body,
-        author_id: authorId,
+        author_id: author.id,
         created_at: now,
         updated_at: now,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
     await linkTags(trx, { id, created_at: now }, tagIds);
-    return recordArticleEvent(trx, 'article.created', id, authorId, now);
+    const answer = {
+      article: {
+        slug,
+        title: article.title,
+        description: article.description,
+        tagList,
+        createdAt: toIso(now),
+        updatedAt: toIso(now),
+        favorited: false,
+        favoritesCount: 0,
+        author: toProfile({ ...author, following: false }),
+        body: article.body,
+      },
+    };
+    await appendEvent(trx, { type: 'article.created', actorId: author.id, ownerId: author.id, articleId: id, data: answer }, now);
+    return answer;
   });
 }
 
@@ -142,7 +159,7 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return undefined;
     if (changes.tagList !== undefined) await replaceTags(trx, article, normalizeTags(changes.tagList));
-    return recordArticleEvent(trx, 'article.updated', article.id, article.author_id, now);
+    return recordUpdate(trx, article.id, article.author_id, now);
   };
   return titleChanged ? withFreeSlug(db, changes.title!, write) : inTransaction(db, (trx) => write(trx));
 }
