@@ -94,6 +94,7 @@ async function readTables(url: string) {
       articleTags: await db.selectFrom('article_tags').select(['article_id', 'tag_id']).execute(),
       favorites: await db.selectFrom('favorites').select(['user_id', 'article_id']).execute(),
       comments: await db.selectFrom('comments').select(['id', 'article_id', 'body']).execute(),
+      events: await db.selectFrom('events').select(['type', 'actor_id', 'owner_id', 'article_id', 'data']).execute(),
       mismatches: await derivedDataMismatches(db),
     };
   } finally {
@@ -172,6 +173,23 @@ for (const kind of DATABASES) {
       for (const row of tables.favorites) {
         expect(favoritesSent.has(`${usernameOf.get(row.user_id)} ${slugOf.get(row.article_id)}`)).toBe(true);
       }
+
+      // The outbox is exact too: every row has the one event its write appended, and no event speaks of a row that is
+      // not there (a write the kill cut short took its event with it).
+      const eventsOf = (type: string) => tables.events.filter((event) => event.type === type);
+      const createdArticles = eventsOf('article.created').map((event) => event.article_id);
+      expect(createdArticles.sort()).toEqual(tables.articles.map((row) => row.id).sort());
+      const createdComments = eventsOf('comment.created').map(
+        (event) => (JSON.parse(event.data) as { comment: { id: number } }).comment.id,
+      );
+      expect(createdComments.sort()).toEqual(tables.comments.map((row) => row.id).sort());
+      const favorited = eventsOf('article.favorited').map((event) => `${event.actor_id} ${event.article_id}`);
+      expect(favorited.sort()).toEqual(tables.favorites.map((row) => `${row.user_id} ${row.article_id}`).sort());
+      expect(
+        eventsOf('user.registered')
+          .map((event) => event.owner_id)
+          .sort(),
+      ).toEqual(tables.users.map((row) => row.id).sort());
 
       const usernames = new Set(usernameOf.values());
       const titles = new Set(tables.articles.map((row) => row.title));

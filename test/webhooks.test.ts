@@ -14,6 +14,7 @@ import {
   testConfig,
 } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser } from './support/client.js';
+import { childEnv, NO_RATE_LIMITS, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
 interface Received {
   path: string;
@@ -459,5 +460,58 @@ describe.each(postgres)('two instances on one database [%s]', (kind) => {
     const ids = received().map((entry) => String(entry.headers['webhook-id']));
     expect(ids).toHaveLength(24);
     expect(new Set(ids).size).toBe(24);
+  });
+});
+
+describe.each(DATABASES)('a server killed between commit and delivery [%s]', (kind) => {
+  const defer = deferPerTest();
+
+  it('delivers every committed event exactly once after a restart', { timeout: 60_000 }, async () => {
+    const scratch = await createScratchDatabase(kind);
+    defer(() => scratch.drop());
+    const receiver = await startReceiver();
+    defer(() => receiver.close());
+    const env = childEnv(scratch.url, { ...NO_RATE_LIMITS, WEBHOOK_ALLOW_LOOPBACK: 'true' });
+
+    // The first server takes the writes but never delivers: every event is committed and its delivery still queued
+    // when SIGKILL ends it.
+    const first = await startServer(SERVER_ENTRY, [], { ...env, WEBHOOKS_DELIVERY: 'off' });
+    let slugs: string[];
+    try {
+      const registered = await request(first.base, 'POST', '/api/users', {
+        body: { user: { username: 'killed', email: 'killed@example.com', password: 'password123' } },
+      });
+      const { token } = registered.body.user;
+      const added = await request(first.base, 'POST', '/api/webhooks', {
+        token,
+        body: { webhook: { url: receiver.url('/killed'), events: ['article.created', 'comment.created'] } },
+      });
+      expect(added.status).toBe(201);
+      slugs = [];
+      for (let n = 0; n < 10; n++) {
+        const created = await request(first.base, 'POST', '/api/articles', {
+          token,
+          body: { article: { title: `Before the kill ${n}`, description: 'd', body: 'b' } },
+        });
+        expect(created.status).toBe(201);
+        slugs.push(created.body.article.slug);
+      }
+    } finally {
+      await first.stop('SIGKILL');
+    }
+    expect(receiver.at('/killed')).toEqual([]);
+
+    const second = await startServer(SERVER_ENTRY, [], env);
+    defer(() => second.stop('SIGTERM'));
+    await eventually(
+      () => receiver.at('/killed'),
+      (list) => list.length >= 10,
+      'the queued deliveries',
+    );
+    // Long enough for a second copy to have come, had one been sent.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const delivered = receiver.at('/killed').map((entry) => eventOf(entry));
+    expect(delivered.map((event) => event.data.article.slug)).toEqual(slugs);
+    expect(new Set(delivered.map((event) => event.id)).size).toBe(10);
   });
 });
