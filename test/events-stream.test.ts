@@ -12,7 +12,7 @@ import {
   testConfig,
 } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
-import { childEnv, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
+import { CONDUIT_BIN, childEnv, NO_RATE_LIMITS, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
 import { openStream, type SseMessage, type SseStream } from './support/sse.js';
 
 const HEARTBEAT = { EVENT_STREAM_HEARTBEAT: '1s' };
@@ -278,6 +278,48 @@ describe.skipIf(!POSTGRES)('GET /api/events on two server processes sharing Post
       }
     } finally {
       stream.close();
+    }
+  });
+});
+
+describe('GET /api/events behind a WORKERS cluster on SQLite', () => {
+  const defer = deferPerTest();
+
+  it('gives every stream every event, whichever worker took the write or holds the stream', { timeout: 60_000 }, async () => {
+    const scratch = await createScratchDatabase('sqlite');
+    defer(() => scratch.drop());
+    const cluster = await startServer(
+      CONDUIT_BIN,
+      ['serve', '--workers', '2'],
+      childEnv(scratch.url, { ...NO_RATE_LIMITS, LOG_LEVEL: 'info' }),
+    );
+    defer(() => cluster.stop('SIGTERM'));
+    // Each worker logs when it listens: both are taking connections before the streams open.
+    const deadline = Date.now() + 30_000;
+    while ((cluster.output().match(/Conduit listening on/g) ?? []).length < 2 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const username = unique('cluster');
+    const user = { username, email: `${username}@example.com`, password: 'password123' };
+    const token: string = (await request(cluster.base, 'POST', '/api/users', { body: { user } })).body.user.token;
+
+    // The primary hands connections to the workers in turn: four streams are held by both of them.
+    const streams = await Promise.all([1, 2, 3, 4].map(() => openStream(`${cluster.base}/api/events?author=${username}`)));
+    defer(async () => {
+      for (const stream of streams) stream.close();
+    });
+    await Promise.all(streams.map((stream) => stream.until((messages) => messages.length > 0)));
+    const titles: string[] = [];
+    for (let i = 1; i <= 6; i++) {
+      titles.push(`Clustered ${username} ${i}`);
+      const body = { article: { title: titles.at(-1), description: 'd', body: 'b' } };
+      // A new connection each time, so that the writes too land on both workers.
+      const response = await request(cluster.base, 'POST', '/api/articles', { token, body, headers: { connection: 'close' } });
+      expect(response.status).toBe(201);
+    }
+    for (const stream of streams) {
+      await stream.until(withIds(6), 5_000);
+      expect(stream.events().map((event) => event.envelope.data.article.title)).toEqual(titles);
     }
   });
 });

@@ -279,7 +279,9 @@ async function main(): Promise<number> {
               run.rssMaxBytes = Math.max(run.rssMaxBytes ?? 0, result.rssMaxBytes ?? 0) || null;
               const compared = result.instances
                 ? `one server ${result.instances.one.load.requestsPerSecond.toFixed(0)} req/s (two / one ${result.instances.ratio.toFixed(2)})`
-                : `ceiling ${result.ceiling?.requestsPerSecond.toFixed(0)} req/s`;
+                : result.delivery
+                  ? `delivery p99 ${result.delivery.stream.p99} ms to the streams, ${result.delivery.webhook.p99} ms to the webhook`
+                  : `ceiling ${result.ceiling?.requestsPerSecond.toFixed(0)} req/s`;
               console.log(
                 `${label} ${id}: ${result.server.requestsPerSecond.toFixed(0)} req/s, p99 ${result.server.latencyMs.p99} ms, ${compared}`,
               );
