@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
-import type { EventType } from '../src/modules/events/catalogue.js';
+import { EVENT_TYPES, type EventType, eventBit, NOTIFIES } from '../src/modules/events/catalogue.js';
 import { deferPerTest, describeEachDatabase } from './support/app.js';
 import {
   type ApiResponse,
@@ -50,6 +50,11 @@ describeEachDatabase('events', (ctx) => {
 
   const profile = (user: TestUser, bio: string | null = null) => ({ username: user.username, bio, image: null, following: false });
   const summary = (article: { slug: string; title: string }) => ({ slug: article.slug, title: article.title });
+
+  it("knows the catalogue's types in the database, with the same bits and notifications as the app", async () => {
+    const rows = await db().selectFrom('event_types').select(['name', 'bit', 'notifies']).orderBy('bit').execute();
+    expect(rows).toEqual(EVENT_TYPES.map((name) => ({ name, bit: eventBit(name), notifies: NOTIFIES[name] ?? null })));
+  });
 
   it('records a registration and a profile update with the public profile, never the email', async () => {
     let user: TestUser | undefined;

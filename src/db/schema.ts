@@ -115,10 +115,19 @@ export interface EventsTable {
   actor_id: number | null;
   owner_id: number | null;
   article_id: number | null;
+  comment_id: number | null;
   public: number;
   /** The event's `data` as JSON, in the API's own shapes. */
   data: string;
   created_at: EpochMs;
+}
+
+/** The event types migrations know, with what each fans out to (the trigger of migration 0009 reads it). */
+export interface EventTypesTable {
+  name: string;
+  bit: number;
+  notifies: string | null;
+  takes_back: string | null;
 }
 
 export interface NotificationsTable {
@@ -176,6 +185,7 @@ export interface Database {
   comments: CommentsTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
+  event_types: EventTypesTable;
   notifications: NotificationsTable;
   notification_marks: NotificationMarksTable;
   webhook_endpoints: WebhookEndpointsTable;

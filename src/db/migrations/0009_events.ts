@@ -2,11 +2,89 @@ import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../index.js';
 
 /**
+ * The event types as this migration knows them (src/modules/events/catalogue.ts is the app's list; a test keeps the
+ * two equal): the bit a webhook endpoint's mask has for each, the notification it makes, the one it takes back.
+ * A later type comes with a later migration's row.
+ */
+const EVENT_TYPE_ROWS = [
+  ['user.registered', null, null],
+  ['user.updated', null, null],
+  ['profile.followed', 'follow', null],
+  ['profile.unfollowed', null, 'follow'],
+  ['article.created', null, null],
+  ['article.updated', null, null],
+  ['article.deleted', null, null],
+  ['article.favorited', 'favorite', null],
+  ['article.unfavorited', null, 'favorite'],
+  ['comment.created', 'comment', null],
+  ['comment.deleted', null, null],
+].map(([name, notifies, takesBack], position) => ({ name, bit: 2 ** position, notifies, takes_back: takesBack }));
+
+/** SQLite's triggers run plain statements: each one's WHERE decides whether it does anything. */
+function sqliteFanOut(): { create: string[]; drop: string[] } {
+  const statements = [
+    `insert into notifications (recipient_id, kind, actor_id, article_id, comment_id, event_id, created_at)
+       select new.owner_id, t.notifies, new.actor_id, new.article_id, new.comment_id, new.id, new.created_at
+       from event_types t where t.name = new.type and t.notifies is not null and new.actor_id <> new.owner_id`,
+    `delete from notifications
+       where actor_id = new.actor_id and recipient_id = new.owner_id
+         and kind = (select takes_back from event_types where name = new.type)
+         and (new.article_id is null or article_id = new.article_id)`,
+    `insert into webhook_deliveries (endpoint_id, event_id, status, next_attempt_at, created_at)
+       select e.id, new.id, 'pending', new.created_at, new.created_at
+       from webhook_endpoints e join event_types t on t.name = new.type
+       where e.owner_id = new.owner_id and e.enabled = 1 and (e.event_mask & t.bit) <> 0`,
+  ];
+  return {
+    create: [`create trigger events_fan_out after insert on events begin ${statements.join('; ')}; end`],
+    drop: ['drop trigger events_fan_out'],
+  };
+}
+
+/**
+ * What an event fans out to, done by the database in the statement that inserts the event: the owner's notification
+ * (never for their own doing), the one an undo takes back, and a pending delivery per enabled endpoint of the owner
+ * that wants the type. One statement per event from the app, whatever it fans out to.
+ */
+function fanOutTrigger(dialect: Dialect): { create: string[]; drop: string[] } {
+  if (dialect === 'sqlite') return sqliteFanOut();
+  // PostgreSQL reads the type's row once and runs only the statements the type needs.
+  return {
+    create: [
+      `create function events_fan_out() returns trigger language plpgsql as $$
+       declare
+         kind_made text;
+         kind_taken text;
+         type_bit integer;
+       begin
+         select notifies, takes_back, bit into kind_made, kind_taken, type_bit from event_types where name = new.type;
+         if kind_made is not null and new.actor_id <> new.owner_id then
+           insert into notifications (recipient_id, kind, actor_id, article_id, comment_id, event_id, created_at)
+             values (new.owner_id, kind_made, new.actor_id, new.article_id, new.comment_id, new.id, new.created_at);
+         end if;
+         if kind_taken is not null then
+           delete from notifications
+             where actor_id = new.actor_id and recipient_id = new.owner_id and kind = kind_taken
+               and (new.article_id is null or article_id = new.article_id);
+         end if;
+         insert into webhook_deliveries (endpoint_id, event_id, status, next_attempt_at, created_at)
+           select id, new.id, 'pending', new.created_at, new.created_at from webhook_endpoints
+           where owner_id = new.owner_id and enabled = 1 and (event_mask & type_bit) <> 0;
+         return null;
+       end $$`,
+      'create trigger events_fan_out after insert on events for each row execute function events_fan_out()',
+    ],
+    drop: ['drop trigger events_fan_out on events', 'drop function events_fan_out()'],
+  };
+}
+
+/**
  * The outbox (events), what it fans out to inside the same transaction (notifications, webhook deliveries), and the
  * webhook endpoints that decide that fan-out.
  */
 export function events(dialect: Dialect) {
   const postgres = dialect === 'postgres';
+  const fanOut = fanOutTrigger(dialect);
   return {
     async up(db: Kysely<unknown>) {
       await db.schema
@@ -24,15 +102,17 @@ export function events(dialect: Dialect) {
         // The user whose content or account the event concerns: who is notified, whose webhooks receive it.
         .addColumn('owner_id', 'integer')
         .addColumn('article_id', 'integer')
+        .addColumn('comment_id', 'integer')
         // 0 or 1 on both databases: better-sqlite3 binds no booleans.
         .addColumn('public', 'integer', (c) => c.notNull())
         .addColumn('data', 'text', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('events_stream_idx').on('events').columns(['tx', 'id']).execute();
-      // Retention walks the oldest events; the CLI and webhook replays list one owner's.
+      // Every index is one more page each event writes and syncs. SQLite reads the stream in id order off the primary
+      // key (tx is always 0 there); PostgreSQL needs (tx, id).
+      if (postgres) await db.schema.createIndex('events_stream_idx').on('events').columns(['tx', 'id']).execute();
+      // Retention walks the oldest events.
       await db.schema.createIndex('events_created_idx').on('events').columns(['created_at', 'id']).execute();
-      await db.schema.createIndex('events_owner_idx').on('events').columns(['owner_id', 'id']).execute();
 
       await db.schema
         .createTable('webhook_endpoints')
@@ -67,8 +147,15 @@ export function events(dialect: Dialect) {
       await db.schema.createIndex('notifications_recipient_idx').on('notifications').columns(['recipient_id', 'id']).execute();
       // Unfollow and unfavorite take back the notification the follow or favorite made.
       await db.schema.createIndex('notifications_actor_idx').on('notifications').columns(['actor_id', 'kind', 'recipient_id']).execute();
-      await db.schema.createIndex('notifications_article_idx').on('notifications').column('article_id').execute();
-      await db.schema.createIndex('notifications_comment_idx').on('notifications').column('comment_id').execute();
+      // For the cascades; partial, so that a notice about no article or comment writes no entry there.
+      for (const column of ['article_id', 'comment_id']) {
+        await db.schema
+          .createIndex(`notifications_${column.replace('_id', '')}_idx`)
+          .on('notifications')
+          .column(column)
+          .where(sql.ref(column), 'is not', null)
+          .execute();
+      }
 
       await db.schema
         .createTable('notification_marks')
@@ -97,10 +184,24 @@ export function events(dialect: Dialect) {
       await db.schema.createIndex('webhook_deliveries_due_idx').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
       await db.schema.createIndex('webhook_deliveries_endpoint_idx').on('webhook_deliveries').columns(['endpoint_id', 'id']).execute();
       await db.schema.createIndex('webhook_deliveries_event_idx').on('webhook_deliveries').column('event_id').execute();
+
+      await db.schema
+        .createTable('event_types')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('bit', 'integer', (c) => c.notNull())
+        .addColumn('notifies', 'text')
+        .addColumn('takes_back', 'text')
+        .execute();
+      await db
+        .insertInto('event_types' as never)
+        .values(EVENT_TYPE_ROWS as never)
+        .execute();
+      for (const statement of fanOut.create) await sql.raw(statement).execute(db);
     },
 
     async down(db: Kysely<unknown>) {
-      for (const table of ['webhook_deliveries', 'notification_marks', 'notifications', 'webhook_endpoints', 'events']) {
+      for (const statement of fanOut.drop) await sql.raw(statement).execute(db);
+      for (const table of ['event_types', 'webhook_deliveries', 'notification_marks', 'notifications', 'webhook_endpoints', 'events']) {
         await db.schema.dropTable(table).execute();
       }
     },

@@ -3,7 +3,7 @@ import { dialectOf, type Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
-import { appendEvent } from '../events/outbox.js';
+import { appendEvent, changeWithEvent } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
 import type { Account } from '../users/queries.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
@@ -237,47 +237,42 @@ export function deleteArticle(db: Executor, article: ArticleRef & { slug: string
  * an article deleted meanwhile writes nothing; the answer's read then finds no article.
  */
 export function setFavorite(db: Executor, actor: Actor, article: ArticleRef & { slug: string }, favorite: boolean, now: number) {
-  return inTransaction(db, async (trx) => {
-    const locksRows = dialectOf(trx) === 'postgres';
-    const theArticle = trx
+  const change = (executor: Executor) => {
+    const theArticle = executor
       .selectFrom('articles')
       .where('articles.id', '=', article.id)
-      .$if(locksRows, (query) => query.forNoKeyUpdate());
-    const changed = favorite
-      ? (
-          await trx
-            .insertInto('favorites')
-            .columns(['user_id', 'article_id', 'article_created_at', 'created_at'])
-            .expression(
-              // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
-              theArticle.select((eb) => [
-                eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
-                'articles.id',
-                'articles.created_at',
-                eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
-              ]),
-            )
-            .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
-            .executeTakeFirst()
-        ).numInsertedOrUpdatedRows
-      : (
-          await trx
-            .deleteFrom('favorites')
-            .where('user_id', '=', actor.id)
-            .where('article_id', '=', theArticle.select('articles.id'))
-            .executeTakeFirst()
-        ).numDeletedRows;
-    if (!changed) return;
-    await appendEvent(
-      trx,
-      {
-        type: favorite ? 'article.favorited' : 'article.unfavorited',
-        actorId: actor.id,
-        ownerId: article.author_id,
-        articleId: article.id,
-        data: { article: { slug: article.slug, title: article.title }, profile: toProfile({ ...actor, following: false }) },
-      },
-      now,
-    );
-  });
+      .$if(dialectOf(executor) === 'postgres', (query) => query.forNoKeyUpdate());
+    return favorite
+      ? executor
+          .insertInto('favorites')
+          .columns(['user_id', 'article_id', 'article_created_at', 'created_at'])
+          .expression(
+            // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
+            theArticle.select((eb) => [
+              eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
+              'articles.id',
+              'articles.created_at',
+              eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
+            ]),
+          )
+          .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
+          .returning('article_id')
+      : executor
+          .deleteFrom('favorites')
+          .where('user_id', '=', actor.id)
+          .where('article_id', '=', theArticle.select('articles.id'))
+          .returning('article_id');
+  };
+  return changeWithEvent(
+    db,
+    change,
+    {
+      type: favorite ? 'article.favorited' : 'article.unfavorited',
+      actorId: actor.id,
+      ownerId: article.author_id,
+      articleId: article.id,
+      data: { article: { slug: article.slug, title: article.title }, profile: toProfile({ ...actor, following: false }) },
+    },
+    now,
+  );
 }

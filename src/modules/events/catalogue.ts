@@ -43,15 +43,12 @@ export const NOTIFICATION_KINDS = ['follow', 'favorite', 'comment', 'webhook-dis
 
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
-/** The events that tell the owner something happened to them or their article. */
+/**
+ * The events that tell the owner something happened to them or their article (the database makes the notification:
+ * migration 0009's event_types, which a test keeps equal to this and to EVENT_TYPES).
+ */
 export const NOTIFIES: Partial<Record<EventType, NotificationKind>> = {
   'profile.followed': 'follow',
   'article.favorited': 'favorite',
   'comment.created': 'comment',
-};
-
-/** The events that undo one of those: the notice of a follow that no longer holds goes with it. */
-export const TAKES_BACK: Partial<Record<EventType, NotificationKind>> = {
-  'profile.unfollowed': 'follow',
-  'article.unfavorited': 'favorite',
 };

@@ -1,5 +1,7 @@
-import type { Executor } from '../../db/index.js';
-import { type EventType, eventBit, isPublic, NOTIFIES, TAKES_BACK } from './catalogue.js';
+import { type OperationNodeSource, sql } from 'kysely';
+import { dialectOf, type Executor } from '../../db/index.js';
+import { inTransaction } from '../../db/transaction.js';
+import { type EventType, eventBit, isPublic } from './catalogue.js';
 
 export interface NewEvent {
   type: EventType;
@@ -14,54 +16,48 @@ export interface NewEvent {
 
 /**
  * Records an event in the transaction of the write it describes, so that a committed write always has its event
- * and a rolled-back one never does, with what it fans out to: the owner's notification and one pending delivery per
- * webhook endpoint of the owner's that wants this type. A few indexed statements; no row every writer shares.
+ * and a rolled-back one never does. What it fans out to (the owner's notification, a pending delivery per webhook
+ * endpoint of the owner's that wants this type) the database adds in the same statement (migration 0009's trigger).
  */
-export async function appendEvent(trx: Executor, event: NewEvent, now: number): Promise<number> {
-  const { id } = await trx
+export async function appendEvent(trx: Executor, event: NewEvent, now: number): Promise<void> {
+  await trx
     .insertInto('events')
     .values({
       type: event.type,
       actor_id: event.actorId,
       owner_id: event.ownerId,
       article_id: event.articleId ?? null,
+      comment_id: event.commentId ?? null,
       public: isPublic(event.type) ? 1 : 0,
       data: JSON.stringify(event.data),
       created_at: now,
     })
-    .returning('id')
-    .executeTakeFirstOrThrow();
+    .execute();
+}
 
-  const notifies = NOTIFIES[event.type];
-  // Nobody is told about their own doing.
-  if (notifies !== undefined && event.actorId !== event.ownerId) {
-    await trx
-      .insertInto('notifications')
-      .values({
-        recipient_id: event.ownerId,
-        kind: notifies,
-        actor_id: event.actorId,
-        article_id: event.articleId ?? null,
-        comment_id: event.commentId ?? null,
-        endpoint_id: null,
-        event_id: id,
-        created_at: now,
-      })
-      .execute();
-  }
-  const takesBack = TAKES_BACK[event.type];
-  if (takesBack !== undefined) {
-    await trx
-      .deleteFrom('notifications')
-      .where('actor_id', '=', event.actorId)
-      .where('kind', '=', takesBack)
-      .where('recipient_id', '=', event.ownerId)
-      .$if(event.articleId !== undefined, (query) => query.where('article_id', '=', event.articleId!))
-      .execute();
-  }
+/** A change that returns one row per row it changed: none, when it changed nothing. */
+type Change = OperationNodeSource & { execute(): Promise<unknown[]> };
 
-  await queueDeliveries(trx, { id, type: event.type, ownerId: event.ownerId }, now);
-  return id;
+/**
+ * A change and its event, all or nothing, the event only when the change changed something (a repeated follow or
+ * favorite is none). On PostgreSQL one statement, the change in a WITH and the event inserted from what it returned:
+ * one round trip instead of four (begin, change, event, commit) on the writes users repeat most. On SQLite, where a
+ * statement costs no round trip, a transaction.
+ */
+export async function changeWithEvent(db: Executor, change: (executor: Executor) => Change, event: NewEvent, now: number): Promise<void> {
+  if (dialectOf(db) === 'sqlite') {
+    await inTransaction(db, async (trx) => {
+      if ((await change(trx).execute()).length > 0) await appendEvent(trx, event, now);
+    });
+    return;
+  }
+  // Typed, because PostgreSQL reads an untyped parameter in a SELECT list as text.
+  await sql`
+    with changed as (${change(db)})
+    insert into events (type, actor_id, owner_id, article_id, comment_id, public, data, created_at)
+    select ${event.type}, ${event.actorId}::integer, ${event.ownerId}::integer, ${event.articleId ?? null}::integer,
+      ${event.commentId ?? null}::integer, ${isPublic(event.type) ? 1 : 0}::integer, ${JSON.stringify(event.data)}, ${now}::bigint
+    from changed`.execute(db);
 }
 
 /**

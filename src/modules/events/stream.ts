@@ -54,13 +54,14 @@ const toStored = (row: EventRow): StoredEvent => ({
 
 /** The next events after `after`, at most `limit`, in commit order. */
 export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
-  const rows = await selectEvents(db)
-    .where((eb) => eb(eb.refTuple('tx', 'id'), '>', eb.tuple(after.tx, after.id)))
-    .orderBy('tx')
-    .orderBy('id')
-    .limit(limit)
-    .execute();
-  return rows.map(toStored);
+  const query =
+    dialectOf(db) === 'postgres'
+      ? selectEvents(db)
+          .where((eb) => eb(eb.refTuple('tx', 'id'), '>', eb.tuple(after.tx, after.id)))
+          .orderBy('tx')
+          .orderBy('id')
+      : selectEvents(db).where('id', '>', after.id).orderBy('id');
+  return (await query.limit(limit).execute()).map(toStored);
 }
 
 /** Events with ids above `after`, in id order: for operators (the CLI), who think in ids, not in commit order. */
@@ -76,7 +77,8 @@ export async function readEventsById(db: Executor, after: number, limit: number,
 
 /** Where a reader starting now begins: after the last event it could already see. */
 export async function streamHead(db: Executor): Promise<StreamPosition> {
-  const last = await selectEvents(db).orderBy('tx', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const newest = dialectOf(db) === 'postgres' ? selectEvents(db).orderBy('tx', 'desc') : selectEvents(db);
+  const last = await newest.orderBy('id', 'desc').limit(1).executeTakeFirst();
   return last === undefined ? STREAM_START : { tx: last.tx, id: last.id };
 }
 

@@ -1,9 +1,8 @@
 import type { ExpressionBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
-import { inTransaction } from '../../db/transaction.js';
 import { identityKey } from '../../identity.js';
-import { appendEvent } from '../events/outbox.js';
+import { changeWithEvent } from '../events/outbox.js';
 
 export interface ProfileRow {
   id: number;
@@ -49,27 +48,27 @@ type FollowParty = Pick<ProfileRow, 'id' | 'username' | 'bio' | 'image'>;
  * tells the followed user, or takes that notice back).
  */
 export function setFollow(db: Executor, follower: FollowParty, followed: FollowParty, following: boolean, now: number): Promise<void> {
-  return inTransaction(db, async (trx) => {
-    const changed = following
-      ? (
-          await trx
-            .insertInto('follows')
-            .values({ follower_id: follower.id, followed_id: followed.id, created_at: now })
-            .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
-            .executeTakeFirst()
-        ).numInsertedOrUpdatedRows
-      : (await trx.deleteFrom('follows').where('follower_id', '=', follower.id).where('followed_id', '=', followed.id).executeTakeFirst())
-          .numDeletedRows;
-    if (!changed) return;
-    await appendEvent(
-      trx,
-      {
-        type: following ? 'profile.followed' : 'profile.unfollowed',
-        actorId: follower.id,
-        ownerId: followed.id,
-        data: { profile: toProfile({ ...followed, following: false }), follower: toProfile({ ...follower, following: false }) },
-      },
-      now,
-    );
-  });
+  const change = (executor: Executor) =>
+    following
+      ? executor
+          .insertInto('follows')
+          .values({ follower_id: follower.id, followed_id: followed.id, created_at: now })
+          .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
+          .returning('followed_id')
+      : executor
+          .deleteFrom('follows')
+          .where('follower_id', '=', follower.id)
+          .where('followed_id', '=', followed.id)
+          .returning('followed_id');
+  return changeWithEvent(
+    db,
+    change,
+    {
+      type: following ? 'profile.followed' : 'profile.unfollowed',
+      actorId: follower.id,
+      ownerId: followed.id,
+      data: { profile: toProfile({ ...followed, following: false }), follower: toProfile({ ...follower, following: false }) },
+    },
+    now,
+  );
 }
