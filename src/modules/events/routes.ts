@@ -58,6 +58,9 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
+      // On every answer, the refusals (404, 429, 503) too: a client that reconnects later opens a new connection
+      // anyway, and one kept alive would hold up the server's shutdown until the client lets it go.
+      reply.header('connection', 'close');
       const filter = await filterOf(request);
       const resumeAfter = request.query.lastEventId ?? request.headers['last-event-id'];
       const client = normalizeIP(request.ip);
@@ -88,13 +91,12 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           stream.cut();
         });
       }
-      // Sent with the first frame; `connection: close` because a client reconnects to whichever server is up anyway.
+      // Sent with the first frame.
       return (
         reply
           .type('text/event-stream')
           .header('cache-control', 'no-cache')
           .header('x-accel-buffering', 'no')
-          .header('connection', 'close')
           // The schema documents the frames as text; what is sent is the stream that carries them.
           .send(stream.body as unknown as string)
       );
