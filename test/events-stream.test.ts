@@ -251,6 +251,32 @@ describe('GET /api/events and the timeouts', () => {
   });
 });
 
+describe('GET /api/events past the process-wide cap', () => {
+  const defer = deferPerTest();
+
+  it('answers 503 once EVENT_STREAMS_MAX streams are open, whoever asks, and takes one again when one closes', async () => {
+    const base = await listen(await sqliteAppWith(defer, { EVENT_STREAMS_MAX: '2', EVENT_STREAMS_PER_CLIENT: '0' }));
+    const streams = await Promise.all([1, 2].map(() => openStream(`${base}/api/events`)));
+    defer(async () => {
+      for (const stream of streams) stream.close();
+    });
+    await Promise.all(streams.map((stream) => stream.until((messages) => messages.length > 0)));
+    const refused = await openStream(`${base}/api/events`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(await refused.json()).toEqual({ errors: { streams: ['too many open, retry later'] } });
+
+    streams[0]!.close();
+    await expect
+      .poll(async () => {
+        const again = await openStream(`${base}/api/events`);
+        again.close();
+        return again.status;
+      })
+      .toBe(200);
+  });
+});
+
 const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
 
 describe.skipIf(!POSTGRES)('GET /api/events on two server processes sharing PostgreSQL', () => {
