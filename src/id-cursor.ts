@@ -4,7 +4,16 @@ import { unprocessable } from './errors.js';
  * Pages that go back in id order hand out the last id shown as an opaque cursor, so that clients pass it back as it
  * is instead of doing arithmetic on ids.
  */
-export const encodeIdCursor = (id: number) => Buffer.from(String(id)).toString('base64url');
+const encodeIdCursor = (id: number) => Buffer.from(String(id)).toString('base64url');
+
+/**
+ * The page of `rows`, read newest first with one row more than `limit`: that extra row only says whether another page
+ * follows, and the cursor to it names the last row shown.
+ */
+export function pageOf<Row extends { id: number }>(rows: Row[], limit: number): { page: Row[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { page, nextCursor: rows.length > limit ? encodeIdCursor(page.at(-1)!.id) : null };
+}
 
 /** The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. */
 export function decodeIdCursor(cursor: string): number {

@@ -127,9 +127,8 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { slug } = request.params;
-      const article = await ownArticle(request.db, slug, signedIn(request).account.id);
-      await deleteArticle(request.db, { ...article, slug }, Date.now());
+      const article = await ownArticle(request.db, request.params.slug, signedIn(request).account.id);
+      await deleteArticle(request.db, article, Date.now());
       return reply.code(204).send(null);
     },
   );
@@ -151,10 +150,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       handler: async (request) => {
         const me = signedIn(request).account;
-        const { slug } = request.params;
-        const article = await existingArticleRef(request.db, slug);
+        const article = await existingArticleRef(request.db, request.params.slug);
         try {
-          await setFavorite(request.db, me, { ...article, slug }, favorite, Date.now());
+          await setFavorite(request.db, me, article, favorite, Date.now());
         } catch (error) {
           if (isForeignKeyViolation(error)) throw notFound('article');
           throw error;

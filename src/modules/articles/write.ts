@@ -3,7 +3,7 @@ import { dialectOf, type Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
-import { appendEvent, changeWithEvent } from '../events/outbox.js';
+import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
 import type { Account } from '../users/queries.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
@@ -20,7 +20,7 @@ export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
 export function findArticleRef(db: Executor, slug: string) {
   return db
     .selectFrom('articles')
-    .select(['id', 'author_id', 'title', 'created_at', 'updated_at'])
+    .select(['id', 'slug', 'author_id', 'title', 'created_at', 'updated_at'])
     .where('slug', '=', slug)
     .executeTakeFirst();
 }
@@ -191,7 +191,7 @@ async function replaceTags(trx: Executor, article: ArticleRef, names: string[]):
  * favorited it, in id order) are locked first, in the order every other write takes them: two deletes whose
  * authors favorited each other's articles would otherwise lock those two users in opposite orders.
  */
-export function deleteArticle(db: Executor, article: ArticleRef & { slug: string }, now: number): Promise<void> {
+export function deleteArticle(db: Executor, article: ArticleRef, now: number): Promise<void> {
   return inTransaction(db, async (trx) => {
     if (dialectOf(trx) === 'postgres') {
       await trx.selectFrom('articles').select('id').where('id', '=', article.id).forUpdate().execute();
@@ -223,7 +223,7 @@ export function deleteArticle(db: Executor, article: ArticleRef & { slug: string
         actorId: article.author_id,
         ownerId: article.author_id,
         articleId: article.id,
-        data: { article: { slug: article.slug, title: article.title } },
+        data: { article: mentionOf(article) },
       },
       now,
     );
@@ -236,7 +236,7 @@ export function deleteArticle(db: Executor, article: ArticleRef & { slug: string
  * touches the favorite row: the order a delete of the article takes them, so the two cannot deadlock. A favorite of
  * an article deleted meanwhile writes nothing; the answer's read then finds no article.
  */
-export function setFavorite(db: Executor, actor: Actor, article: ArticleRef & { slug: string }, favorite: boolean, now: number) {
+export function setFavorite(db: Executor, actor: Actor, article: ArticleRef, favorite: boolean, now: number) {
   const change = (executor: Executor) => {
     const theArticle = executor
       .selectFrom('articles')
@@ -271,7 +271,7 @@ export function setFavorite(db: Executor, actor: Actor, article: ArticleRef & { 
       actorId: actor.id,
       ownerId: article.author_id,
       articleId: article.id,
-      data: { article: { slug: article.slug, title: article.title }, profile: toProfile({ ...actor, following: false }) },
+      data: { article: mentionOf(article), profile: toProfile({ ...actor, following: false }) },
     },
     now,
   );

@@ -2,7 +2,7 @@ import type { Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { toIso } from '../../schemas.js';
 import { type Actor, type ArticleRef, findArticleRef } from '../articles/write.js';
-import { appendEvent } from '../events/outbox.js';
+import { appendEvent, mentionOf } from '../events/outbox.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 
 /** All comments of an article with their authors, oldest first, in one query. */
@@ -40,10 +40,8 @@ export async function getCommentsAnswer(db: Executor, slug: string, viewerId: nu
   return article === undefined ? undefined : { comments: await listComments(db, article.id, viewerId) };
 }
 
-type ArticleOfComment = Pick<ArticleRef, 'id' | 'author_id' | 'title'> & { slug: string };
-
 /** The new comment, with its event (which notifies the article's author) in the same transaction. */
-export function addComment(db: Executor, article: ArticleOfComment, author: Actor, body: string, now: number) {
+export function addComment(db: Executor, article: ArticleRef, author: Actor, body: string, now: number) {
   return inTransaction(db, async (trx) => {
     const comment = await trx
       .insertInto('comments')
@@ -60,7 +58,7 @@ export function addComment(db: Executor, article: ArticleOfComment, author: Acto
         ownerId: article.author_id,
         articleId: article.id,
         commentId: comment.id,
-        data: { article: { slug: article.slug, title: article.title }, ...answer },
+        data: { article: mentionOf(article), ...answer },
       },
       now,
     );
@@ -77,7 +75,7 @@ export function findComment(db: Executor, articleId: number, commentId: number) 
     .executeTakeFirst();
 }
 
-export function deleteComment(db: Executor, article: ArticleOfComment, commentId: number, actorId: number, now: number): Promise<void> {
+export function deleteComment(db: Executor, article: ArticleRef, commentId: number, actorId: number, now: number): Promise<void> {
   return inTransaction(db, async (trx) => {
     const deleted = await trx.deleteFrom('comments').where('id', '=', commentId).executeTakeFirst();
     if (deleted.numDeletedRows === 0n) return;
@@ -88,7 +86,7 @@ export function deleteComment(db: Executor, article: ArticleOfComment, commentId
         actorId,
         ownerId: article.author_id,
         articleId: article.id,
-        data: { article: { slug: article.slug, title: article.title }, comment: { id: commentId } },
+        data: { article: mentionOf(article), comment: { id: commentId } },
       },
       now,
     );

@@ -43,10 +43,9 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { account } = signedIn(request);
-      const { slug } = request.params;
-      const article = await existingArticleRef(request.db, slug);
+      const article = await existingArticleRef(request.db, request.params.slug);
       try {
-        return reply.code(201).send(await addComment(request.db, { ...article, slug }, account, request.body.comment.body, Date.now()));
+        return reply.code(201).send(await addComment(request.db, article, account, request.body.comment.body, Date.now()));
       } catch (error) {
         if (isForeignKeyViolation(error)) throw notFound('article');
         throw error;
@@ -68,12 +67,11 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      const { slug } = request.params;
-      const article = await existingArticleRef(request.db, slug);
+      const article = await existingArticleRef(request.db, request.params.slug);
       const comment = await findComment(request.db, article.id, request.params.id);
       if (comment === undefined) throw notFound('comment');
       if (comment.author_id !== me && article.author_id !== me) throw forbidden('comment');
-      await deleteComment(request.db, { ...article, slug }, comment.id, me, Date.now());
+      await deleteComment(request.db, article, comment.id, me, Date.now());
       return reply.code(204).send(null);
     },
   );

@@ -15,6 +15,12 @@ export interface NewEvent {
 }
 
 /**
+ * How an event names an article it is not about in full (a deletion, a favorite, a comment): enough to link to it and
+ * show its title.
+ */
+export const mentionOf = (article: { slug: string; title: string }) => ({ slug: article.slug, title: article.title });
+
+/**
  * Records an event in the transaction of the write it describes, so that a committed write always has its event
  * and a rolled-back one never does. What it fans out to (the owner's notification, a pending delivery per webhook
  * endpoint of the owner's that wants this type) the database adds in the same statement (migration 0009's trigger).

@@ -1,6 +1,6 @@
 import { type Expression, sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
-import { encodeIdCursor } from '../../id-cursor.js';
+import { pageOf } from '../../id-cursor.js';
 import { toIso } from '../../schemas.js';
 import type { NotificationKind } from '../events/catalogue.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
@@ -88,12 +88,12 @@ export async function listNotifications(db: Executor, recipientId: number, page:
     selectPage(db, recipientId, page.before, page.limit).execute(),
     db.selectNoFrom([mark.as('read_up_to'), countUnread(db, recipientId, mark).as('unread')]).executeTakeFirstOrThrow(),
   ]);
-  const shown = rows.slice(0, page.limit);
+  const { page: shown, nextCursor } = pageOf(rows, page.limit);
   return {
     notifications: shown.map((row) => toNotification(row, counts.read_up_to)),
     // Typed nullable as any scalar subquery is; a count never is.
     unreadCount: Number(counts.unread),
-    nextCursor: rows.length > page.limit ? encodeIdCursor(shown.at(-1)!.id) : null,
+    nextCursor,
   };
 }
 

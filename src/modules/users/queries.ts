@@ -2,6 +2,7 @@ import type { Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { identityKey, usernameSkeleton } from '../../identity.js';
 import { appendEvent } from '../events/outbox.js';
+import { toProfile } from '../profiles/queries.js';
 
 const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session'] as const;
 
@@ -28,16 +29,13 @@ export function findLoginByEmail(db: Executor, email: string) {
     .executeTakeFirst();
 }
 
-/** A user's account as others see it: what the user.* events carry, never the email. */
-const publicProfile = (account: Account) => ({
-  profile: { username: account.username, bio: account.bio, image: account.image, following: false },
-});
-
 /** Writes the account and its `type` event in one transaction. */
 function withAccountEvent(db: Executor, type: 'user.registered' | 'user.updated', write: (trx: Executor) => Promise<Account>, now: number) {
   return inTransaction(db, async (trx) => {
     const account = await write(trx);
-    await appendEvent(trx, { type, actorId: account.id, ownerId: account.id, data: publicProfile(account) }, now);
+    // The account as others see it, never the email.
+    const data = { profile: toProfile({ ...account, following: false }) };
+    await appendEvent(trx, { type, actorId: account.id, ownerId: account.id, data }, now);
     return account;
   });
 }

@@ -1,7 +1,7 @@
 import { dialectOf, type Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound, unprocessable } from '../../errors.js';
-import { decodeIdCursor, encodeIdCursor } from '../../id-cursor.js';
+import { decodeIdCursor, pageOf } from '../../id-cursor.js';
 import { toIso } from '../../schemas.js';
 import { type EventType, eventMask, typesInMask } from '../events/catalogue.js';
 import { ENDPOINTS_MAX } from './schemas.js';
@@ -159,11 +159,8 @@ export async function listDeliveries(db: Executor, ownerId: number, endpointId: 
     .orderBy('d.id', 'desc')
     .limit(limit + 1)
     .execute();
-  const page = rows.slice(0, limit);
-  return {
-    deliveries: page.map(toDelivery),
-    nextCursor: rows.length > limit ? encodeIdCursor(page.at(-1)!.id) : null,
-  };
+  const { page, nextCursor } = pageOf(rows, limit);
+  return { deliveries: page.map(toDelivery), nextCursor };
 }
 
 /**
