@@ -86,7 +86,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const database = options.database ?? openDatabase(config.database, app.log);
 
   try {
-    if (options.migrate !== false) await migrateToLatest(database);
+    if (options.migrate !== false) await migrateToLatest(database, (message) => app.log.info(message));
   } catch (error) {
     if (!options.database) await database.destroy();
     throw error;

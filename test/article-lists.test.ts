@@ -102,7 +102,7 @@ describeEachDatabase('article lists', (ctx) => {
     it('gives the newest 20 by default and the true total', async () => {
       const response = await list('');
       expect(response.status).toBe(200);
-      expect(Object.keys(response.body).sort()).toEqual(['articles', 'articlesCount']);
+      expect(Object.keys(response.body).sort()).toEqual(['articles', 'articlesCount', 'nextCursor']);
       expect(response.body.articlesCount).toBe(ARTICLE_COUNT);
       expect(response.body.articles).toHaveLength(20);
       expect(slugsOf(response.body.articles)).toEqual(expected(() => true).slice(0, 20));
@@ -148,7 +148,7 @@ describeEachDatabase('article lists', (ctx) => {
 
     it('matches the tag exactly, not by prefix', async () => {
       const response = await list(`?tag=${tag.red.slice(0, -1)}`);
-      expect(response.body).toEqual({ articles: [], articlesCount: 0 });
+      expect(response.body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
     });
 
     it('by author, for every author', async () => {
@@ -187,7 +187,7 @@ describeEachDatabase('article lists', (ctx) => {
     it('by favorited, for a user who favorited nothing: empty', async () => {
       const response = await list(`?favorited=${authors[2]!.username}`);
       expect(response.status).toBe(200);
-      expect(response.body).toEqual({ articles: [], articlesCount: 0 });
+      expect(response.body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
     });
 
     it('by favorited, regardless of case', async () => {
@@ -237,7 +237,7 @@ describeEachDatabase('article lists', (ctx) => {
       // gold is on article 7 only, which is by dave (7 % 4 = 3); alice never wrote it.
       const response = await list(`?tag=${tag.gold}&author=${authors[0]!.username}`);
       expect(response.status).toBe(200);
-      expect(response.body).toEqual({ articles: [], articlesCount: 0 });
+      expect(response.body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
     });
 
     it.each([
@@ -248,7 +248,7 @@ describeEachDatabase('article lists', (ctx) => {
     ])('gives an empty list with articlesCount 0 for %s', async (_name, query) => {
       const response = await list(query());
       expect(response.status).toBe(200);
-      expect(response.body).toEqual({ articles: [], articlesCount: 0 });
+      expect(response.body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
     });
   });
 
@@ -269,7 +269,7 @@ describeEachDatabase('article lists', (ctx) => {
       for (const offset of [ARTICLE_COUNT, ARTICLE_COUNT + 1, 10_000]) {
         const response = await list(`?offset=${offset}`);
         expect(response.status).toBe(200);
-        expect(response.body).toEqual({ articles: [], articlesCount: ARTICLE_COUNT });
+        expect(response.body).toEqual({ articles: [], articlesCount: ARTICLE_COUNT, nextCursor: null });
       }
     });
 

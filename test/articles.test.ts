@@ -620,7 +620,7 @@ describeEachDatabase('articles', (ctx) => {
       expect(favorites.body.articles.map((a: { slug: string }) => a.slug)).toEqual([survivor.slug]);
       expect(favorites.body.articlesCount).toBe(1);
       const byTag = await call(app(), 'GET', `/api/articles?tag=${tag}`);
-      expect(byTag.body).toEqual({ articles: [], articlesCount: 0 });
+      expect(byTag.body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
     });
 
     it('answers 404 for a second delete', async () => {

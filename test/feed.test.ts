@@ -32,14 +32,14 @@ describeEachDatabase('feed', (ctx) => {
     await createArticle(app(), loner.token);
     const response = await feed(loner.token);
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ articles: [], articlesCount: 0 });
+    expect(response.body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
   });
 
   it('is empty when the followed users have written nothing', async () => {
     const reader = await registerUser(app(), 'reader');
     const silent = await registerUser(app(), 'silent');
     await follow(reader, silent);
-    expect((await feed(reader.token)).body).toEqual({ articles: [], articlesCount: 0 });
+    expect((await feed(reader.token)).body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
   });
 
   describe('with followed authors', () => {
@@ -117,7 +117,7 @@ describeEachDatabase('feed', (ctx) => {
       }
       expect(pages).toEqual(wanted);
       const past = await feed(reader.token, '?offset=16');
-      expect(past.body).toEqual({ articles: [], articlesCount: 16 });
+      expect(past.body).toEqual({ articles: [], articlesCount: 16, nextCursor: null });
     });
 
     it.each([

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createMigrator, unwrap } from '../src/db/migrate.js';
+import { listArticles } from '../src/modules/articles/list.js';
 import { DATABASES, scratchHandle } from './support/app.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 
@@ -108,6 +109,33 @@ for (const kind of DATABASES) {
         { id: 1, slug: 'feed-article-1' },
         { id: 2, slug: 'feed-article' },
       ]);
+    });
+  });
+
+  describe(`migration 0011 (article search) on existing data [${kind}]`, () => {
+    const database = scratchHandle(kind, { migrate: false });
+    const titlesFound = async (q: string) => {
+      const { articles } = await listArticles(database().db, { q }, { limit: 10, offset: 0 }, null);
+      return articles.map((article) => article.title);
+    };
+
+    it('indexes the articles already there, saying how far it is, and can be reverted and applied again', async () => {
+      const handle = database();
+      unwrap(await createMigrator(handle).migrateTo('0010_webhook_queue'));
+      await sql`insert into users (id, username, username_key, username_skeleton, email, email_key, password_hash, created_at, updated_at)
+        values (1, 'a', 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1)`.execute(handle.db);
+      await sql`insert into articles (id, slug, title, description, body, author_id, tag_list, created_at, updated_at) values
+        (1, 'one', 'Über Café', 'd', 'first body', 1, '["alpha"]', 1, 1),
+        (2, 'two', 'Second', 'd', 'second body mentions cafe', 1, '[]', 2, 2)`.execute(handle.db);
+      const progress: string[] = [];
+      unwrap(await createMigrator(handle, (message) => progress.push(message)).migrateTo('0011_article_search'));
+      expect(progress).toEqual(['search index: 2 of 2 articles']);
+      expect(await titlesFound('cafe')).toEqual(['Über Café', 'Second']);
+      expect(await titlesFound('alpha')).toEqual(['Über Café']);
+
+      unwrap(await createMigrator(handle).migrateDown());
+      unwrap(await createMigrator(handle).migrateTo('0011_article_search'));
+      expect(await titlesFound('uber')).toEqual(['Über Café']);
     });
   });
 }

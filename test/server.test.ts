@@ -182,7 +182,7 @@ for (const kind of DATABASES) {
       const responses = await Promise.all(Array.from({ length: 20 }, () => send('GET', '/api/articles?limit=5')));
       for (const response of responses) {
         expect(response.status).toBe(200);
-        expect(response.json).toEqual({ articles: expect.any(Array), articlesCount: expect.any(Number) });
+        expect(response.json).toEqual({ articles: expect.any(Array), articlesCount: expect.any(Number), nextCursor: null });
       }
     });
   });

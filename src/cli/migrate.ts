@@ -6,8 +6,13 @@ import { databaseMisconfiguration } from '../db/misconfigured.js';
 const report = (results: MigrationResult[], verb: string, none: string) =>
   results.length === 0 ? [none] : results.map((result) => `${verb} ${result.migrationName}`);
 
+// Progress goes to stderr, so that the lines the command prints stay its result.
 export const migrateUp = async (database: DatabaseHandle) =>
-  report(await migrateToLatest(database), 'applied', 'nothing to apply: the database is up to date');
+  report(
+    await migrateToLatest(database, (message) => process.stderr.write(`${message}\n`)),
+    'applied',
+    'nothing to apply: the database is up to date',
+  );
 
 /** Undoes only the latest applied migration: one step at a time, so a mistaken run costs as little as possible. */
 export const migrateDown = async (database: DatabaseHandle) =>

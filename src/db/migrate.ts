@@ -10,10 +10,14 @@ import { usernameSkeletons } from './migrations/0007_username_skeletons.js';
 import { routeWordSlugs } from './migrations/0008_route_word_slugs.js';
 import { events } from './migrations/0009_events.js';
 import { webhookQueue } from './migrations/0010_webhook_queue.js';
+import { articleSearch, type MigrationProgress } from './migrations/0011_article_search.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
-/** Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. */
-export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
+/**
+ * Migrations are imported, not read from a folder, so the compiled build and the tests see the same set. The long
+ * ones (building an index over every article) tell `progress` how far they are.
+ */
+export function createMigrator({ db, dialect }: DatabaseHandle, progress: MigrationProgress = () => {}): Migrator {
   const migrations: Record<string, Migration> = {
     '0001_initial': initialSchema(dialect),
     '0002_idempotency_keys': idempotencyKeys,
@@ -25,6 +29,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle): Migrator {
     '0008_route_word_slugs': routeWordSlugs,
     '0009_events': events(dialect),
     '0010_webhook_queue': webhookQueue,
+    '0011_article_search': articleSearch(dialect, progress),
   };
   return new Migrator({
     db,
@@ -48,6 +53,6 @@ export function unwrap({ error, results }: MigrationResultSet): MigrationResult[
   return results ?? [];
 }
 
-export async function migrateToLatest(handle: DatabaseHandle): Promise<MigrationResult[]> {
-  return unwrap(await createMigrator(handle).migrateToLatest());
+export async function migrateToLatest(handle: DatabaseHandle, progress?: MigrationProgress): Promise<MigrationResult[]> {
+  return unwrap(await createMigrator(handle, progress).migrateToLatest());
 }

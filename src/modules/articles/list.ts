@@ -1,6 +1,8 @@
-import { sql } from 'kysely';
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
+import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
+import { fts5Query, MARK_CLOSE, MARK_OPEN, parseSearch, SEARCH_CANDIDATES, type Search, snippetHtml, tsQuery } from './search.js';
 import { toSummary, withArticleView } from './view.js';
 
 export interface ArticleFilters {
@@ -9,6 +11,8 @@ export interface ArticleFilters {
   favorited?: string;
   /** Only articles by authors this user follows (the feed). */
   followedBy?: number;
+  /** Search text (search.ts): ranks the matches by relevance instead of listing them newest first. */
+  q?: string;
 }
 
 export interface Page {
@@ -18,7 +22,16 @@ export interface Page {
    */
   limit: number;
   offset: number;
+  /** A `nextCursor` from an earlier page: the page starts after it, found through the index whatever its depth. */
+  cursor?: string;
 }
+
+/**
+ * Rows after the cursor, in a newest-first order on (created_at, id): a range of the same index the order reads, so
+ * page 5,000 costs what page 1 costs, and articles written meanwhile (newer) cannot shift the pages that follow.
+ */
+const olderThan = (createdAt: string, id: string, cursor: TimeCursor) =>
+  sql<SqlBool>`(${sql.ref(createdAt)}, ${sql.ref(id)}) < (${cursor.createdAt}, ${cursor.id})`;
 
 const userIdByName = (db: Executor, username: string) =>
   db.selectFrom('users').select('users.id').where('users.username_key', '=', identityKey(username));
@@ -32,12 +45,13 @@ const articleIdsFavoritedBy = (db: Executor, username: string) =>
   db.selectFrom('favorites').select('favorites.article_id').where('favorites.user_id', '=', userIdByName(db, username));
 
 /**
- * The ids of one page, newest first, read from the index that already holds the first filter's rows in that
- * order, so a page costs its offset plus limit index entries whatever the number of matches:
+ * The ids of one page and one more (which says whether another follows), newest first, read from the index that
+ * already holds the first filter's rows in that order, so a page costs its offset plus limit index entries whatever
+ * the number of matches:
  * a tag's links and a user's favorites carry the article's created_at for this; an author's articles have
  * their own index. The other filters, when combined, narrow the walk.
  */
-function pageIds(db: Executor, filters: ArticleFilters, page: Page) {
+function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: TimeCursor | undefined) {
   if (filters.favorited || filters.tag) {
     const links = filters.favorited
       ? db
@@ -54,20 +68,22 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page) {
           )
         : links;
     return narrowed
+      .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_created_at', 'link.article_id', cursor!)))
       .select('link.article_id as id')
       .orderBy('link.article_created_at', 'desc')
       .orderBy('link.article_id', 'desc')
-      .limit(sql.lit(page.limit))
+      .limit(sql.lit(page.limit + 1))
       .offset(page.offset);
   }
   if (filters.followedBy !== undefined && !filters.author && dialectOf(db) === 'postgres') {
-    return feedPageIds(db, filters.followedBy, page);
+    return feedPageIds(db, filters.followedBy, page, cursor);
   }
   return filteredArticles(db, filters)
+    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.created_at', 'articles.id', cursor!)))
     .select('articles.id')
     .orderBy('articles.created_at', 'desc')
     .orderBy('articles.id', 'desc')
-    .limit(sql.lit(page.limit))
+    .limit(sql.lit(page.limit + 1))
     .offset(page.offset);
 }
 
@@ -80,8 +96,8 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page) {
  * or without statistics (EXPLAIN QUERY PLAN on a copy with sqlite_stat1 dropped); at 1 M articles a page 1 takes
  * 20-26 µs that way against 33-37 µs for a correlated bound per author.
  */
-function feedPageIds(db: Executor, followerId: number, page: Page) {
-  const perAuthor = page.offset + page.limit;
+function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeCursor | undefined) {
+  const perAuthor = page.offset + page.limit + 1;
   return db
     .selectFrom('follows')
     .innerJoinLateral(
@@ -90,6 +106,7 @@ function feedPageIds(db: Executor, followerId: number, page: Page) {
           .selectFrom('articles')
           .select(['articles.id', 'articles.created_at'])
           .whereRef('articles.author_id', '=', 'follows.followed_id')
+          .$if(cursor !== undefined, (query) => query.where(olderThan('articles.created_at', 'articles.id', cursor!)))
           .orderBy('articles.created_at', 'desc')
           .orderBy('articles.id', 'desc')
           .limit(perAuthor)
@@ -100,7 +117,7 @@ function feedPageIds(db: Executor, followerId: number, page: Page) {
     .where('follows.follower_id', '=', followerId)
     .orderBy('newest.created_at', 'desc')
     .orderBy('newest.id', 'desc')
-    .limit(sql.lit(page.limit))
+    .limit(sql.lit(page.limit + 1))
     .offset(page.offset);
 }
 
@@ -143,17 +160,130 @@ function totalMatching(db: Executor, filters: ArticleFilters) {
     .where('follows.follower_id', '=', filters.followedBy!);
 }
 
+/** The articles of a page as this viewer sees them, in the order of `ids`. */
+async function articlesInOrder(db: Executor, ids: number[], viewerId: number | null, search: Search | undefined) {
+  if (ids.length === 0) return [];
+  const rows = await withArticleView(db.selectFrom('articles').where('articles.id', 'in', ids), viewerId)
+    .select('articles.id')
+    .$if(search !== undefined, (query) => query.select(snippetOf(db, search!).as('snippet')))
+    .execute();
+  const position = new Map(ids.map((id, index) => [id, index]));
+  return rows
+    .sort((a, b) => position.get(a.id)! - position.get(b.id)!)
+    .map((row) => {
+      const snippet = (row as { snippet?: string | null }).snippet;
+      return snippet === undefined ? toSummary(row) : { ...toSummary(row), snippet: snippetHtml(snippet ?? '') };
+    });
+}
+
+type ListAnswer = { articles: ReturnType<typeof toSummary>[]; articlesCount: number; nextCursor: string | null };
+
 /**
- * The `{ articles, articlesCount }` answer as this viewer sees it, in one statement: the page, and the total as a
- * subquery the database runs once. Only a page past the end, which has no row to carry the total, asks again.
+ * The `{ articles, articlesCount, nextCursor }` answer as this viewer sees it, newest first, in one statement: the
+ * page, and the total as a subquery the database runs once. Only a page past the end, which has no row to carry the
+ * total, asks again.
  */
-export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null) {
+export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null): Promise<ListAnswer> {
+  if (filters.q?.trim()) return searchArticles(db, filters, parseSearch(filters.q), page, viewerId);
+  const cursor = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'time');
   const total = totalMatching(db, filters);
-  const rows = await withArticleView(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page)), viewerId)
-    .select(total.as('articles_count'))
+  const rows = await withArticleView(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page, cursor)), viewerId)
+    .select(['articles.id', total.as('articles_count')])
     .orderBy('articles.created_at', 'desc')
     .orderBy('articles.id', 'desc')
     .execute();
   const articlesCount = rows.length > 0 ? rows[0]!.articles_count : (await total.executeTakeFirst())?.count;
-  return { articles: rows.map(toSummary), articlesCount: Number(articlesCount ?? 0) };
+  const shown = rows.slice(0, page.limit);
+  const last = shown.at(-1);
+  return {
+    articles: shown.map(toSummary),
+    articlesCount: Number(articlesCount ?? 0),
+    nextCursor: rows.length > page.limit ? encodeListCursor({ kind: 'time', createdAt: Number(last!.created_at), id: last!.id }) : null,
+  };
+}
+
+/**
+ * The ids of the most recent articles matching a search and every filter, at most SEARCH_CANDIDATES, each with its
+ * relevance (higher is better). The index yields matches newest first, so a word found in every article costs
+ * SEARCH_CANDIDATES rows, not a million; only those are ranked.
+ */
+function searchCandidates(db: Executor, filters: ArticleFilters, search: Search, horizon: number | undefined): RawBuilder<unknown> {
+  const postgres = dialectOf(db) === 'postgres';
+  const id = sql.ref(postgres ? 'article_id' : 'rowid');
+  const narrowing = [
+    filters.author && db.selectFrom('articles').select('articles.id').where('articles.author_id', '=', userIdByName(db, filters.author)),
+    filters.tag && articleIdsTagged(db, filters.tag),
+    filters.favorited && articleIdsFavoritedBy(db, filters.favorited),
+  ].flatMap((ids) => (ids ? [sql`and ${id} in (${ids})`] : []));
+  if (horizon !== undefined) narrowing.push(sql`and ${id} <= ${horizon}`);
+  const conditions = sql.join(narrowing, sql` `);
+  if (!postgres) {
+    // bm25() is negative, lower for better matches; its weights follow the index's columns (title, description,
+    // body, tags). FTS5 computes it for the rows returned only.
+    return sql`select rowid as id, -bm25(article_search, 10.0, 3.0, 1.0, 5.0) as relevance
+      from article_search where article_search match ${fts5Query(search)} ${conditions}
+      order by rowid desc limit ${SEARCH_CANDIDATES}`;
+  }
+  // Ranked outside the scan that finds them, so a plan that collects the matches through the GIN index before
+  // sorting them by id reads no document it will not rank. Normalization 1 divides by the log of the length, as
+  // BM25 discounts long articles.
+  return sql`select found.id, ts_rank_cd(search.document, ${tsQuery(search)}, 1)::float8 as relevance
+    from (select article_id as id from article_search where document @@ ${tsQuery(search)} ${conditions}
+          order by article_id desc limit ${SEARCH_CANDIDATES}) found
+    join article_search search on search.article_id = found.id`;
+}
+
+/** The page's highlighted fragment of each body, computed for the page's rows only. */
+function snippetOf(db: Executor, search: Search): RawBuilder<string | null> {
+  if (dialectOf(db) === 'postgres') {
+    const options = `StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=12, MaxFragments=1`;
+    return sql`ts_headline('simple', articles.body, ${tsQuery(search)}, ${options})`;
+  }
+  return sql`(select snippet(article_search, 2, ${MARK_OPEN}, ${MARK_CLOSE}, '…', 24) from article_search
+    where article_search match ${fts5Query(search)} and rowid = articles.id)`;
+}
+
+interface RankedRow {
+  id: number;
+  matches: number;
+  horizon: number;
+}
+
+/**
+ * A page of search results, best first: two statements whatever the page size, one ranking the candidates (with
+ * their number and the newest id as window values), one reading the page's articles with their snippets.
+ */
+async function searchArticles(
+  db: Executor,
+  filters: ArticleFilters,
+  search: Search,
+  page: Page,
+  viewerId: number | null,
+): Promise<ListAnswer> {
+  const cursor: RelevanceCursor | undefined = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'relevance');
+  const candidates = searchCandidates(db, filters, search, cursor?.horizon);
+  const position = cursor?.position ?? page.offset;
+  const { rows } = await sql<RankedRow>`
+    select id, matches, horizon from (
+      select id, relevance, count(*) over () as matches, max(id) over () as horizon from (${candidates}) candidates
+    ) ranked
+    order by relevance desc, id desc limit ${page.limit + 1} offset ${position}`.execute(db);
+  const shown = rows.slice(0, page.limit);
+  const matches = rows.length > 0 ? rows[0]!.matches : await countCandidates(db, candidates);
+  const horizon = cursor?.horizon ?? Number(rows[0]?.horizon);
+  return {
+    articles: await articlesInOrder(
+      db,
+      shown.map((row) => Number(row.id)),
+      viewerId,
+      search,
+    ),
+    articlesCount: Number(matches),
+    nextCursor: rows.length > page.limit ? encodeListCursor({ kind: 'relevance', position: position + page.limit, horizon }) : null,
+  };
+}
+
+async function countCandidates(db: Executor, candidates: RawBuilder<unknown>) {
+  const { rows } = await sql<{ count: number }>`select count(*) as count from (${candidates}) candidates`.execute(db);
+  return rows[0]!.count;
 }

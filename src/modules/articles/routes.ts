@@ -1,13 +1,28 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import type { Executor } from '../../db/index.js';
-import { forbidden, notFound } from '../../errors.js';
+import { forbidden, notFound, unprocessable } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn, viewerId } from '../users/auth.js';
-import { listArticles } from './list.js';
-import { ArticleListResponse, ArticleResponse, FeedQuery, ListQuery, NewArticleBody, SlugParams, UpdateArticleBody } from './schemas.js';
+import { listArticles, type Page } from './list.js';
+import {
+  ArticleListResponse,
+  ArticleResponse,
+  FeedQuery,
+  FeedResponse,
+  ListQuery,
+  NewArticleBody,
+  SlugParams,
+  UpdateArticleBody,
+} from './schemas.js';
 import { getArticleAnswer } from './view.js';
 import { createArticle, deleteArticle, existingArticleRef, setFavorite, updateArticle } from './write.js';
+
+/** A page starts at an offset or after a cursor; both at once would be ambiguous. */
+function pageOf(page: Page): Page {
+  if (page.cursor !== undefined && page.offset > 0) throw unprocessable('cursor', 'cannot be combined with offset');
+  return page;
+}
 
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
@@ -37,8 +52,8 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { tag, author, favorited, limit, offset } = request.query;
-      return listArticles(request.db, { tag, author, favorited }, { limit, offset }, viewerId(request));
+      const { tag, author, favorited, q, ...page } = request.query;
+      return listArticles(request.db, { tag, author, favorited, q }, pageOf(page), viewerId(request));
     },
   );
 
@@ -51,12 +66,12 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'GetArticlesFeed',
         summary: 'Articles by followed users, newest first',
         querystring: FeedQuery,
-        response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
+        response: { 200: FeedResponse, ...errorResponses(401, 422) },
       },
     },
     async (request) => {
       const me = signedIn(request).account.id;
-      return listArticles(request.db, { followedBy: me }, request.query, me);
+      return listArticles(request.db, { followedBy: me }, pageOf(request.query), me);
     },
   );
 

@@ -1,6 +1,7 @@
-import { type Static, Type } from 'typebox';
-import { Defaulted, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
+import { type Static, type TSchema, Type } from 'typebox';
+import { Defaulted, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
+import { SEARCH_TEXT_MAX } from './search.js';
 
 export const TITLE_MAX = 256;
 export const DESCRIPTION_MAX = 1024;
@@ -39,11 +40,26 @@ export const SlugParams = Type.Object({ slug: UrlText({ minLength: 1, maxLength:
 const Paging = {
   limit: Defaulted(UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 })),
   offset: Defaulted(UrlInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
+  cursor: Type.Optional(
+    UrlText({
+      minLength: 1,
+      maxLength: 200,
+      description: 'The `nextCursor` of the previous page: continues after it, at the cost of a first page (instead of `offset`)',
+    }),
+  ),
 };
 // An empty filter (`?tag=`), as some clients send, means no filter.
 const Filter = Type.Optional(UrlText({ maxLength: 256 }));
 
-export const ListQuery = Type.Object({ tag: Filter, author: Filter, favorited: Filter, ...Paging });
+const SearchText = Type.Optional(
+  UrlText({
+    maxLength: SEARCH_TEXT_MAX,
+    description:
+      'Full-text search over title, description, body and tags, best matches first: all words must match; `"exact words"`, `-word` to exclude; the last word matches as a prefix unless followed by a space',
+  }),
+);
+
+export const ListQuery = Type.Object({ tag: Filter, author: Filter, favorited: Filter, q: SearchText, ...Paging });
 export const FeedQuery = Type.Object(Paging);
 
 const summaryFields = {
@@ -61,7 +77,21 @@ const summaryFields = {
 export const ArticleSummary = Type.Object(summaryFields);
 export const Article = Type.Object({ ...summaryFields, body: Type.String() });
 export const ArticleResponse = Wrapped('article', Article);
-export const ArticleListResponse = Type.Object({ articles: Type.Array(ArticleSummary), articlesCount: Type.Integer() });
+const listOf = <T extends TSchema>(items: T) =>
+  Type.Object({
+    articles: Type.Array(items),
+    articlesCount: Type.Integer({ description: 'Matches in all; a search counts at most the 1,000 it ranks' }),
+    nextCursor: NullableString({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+  });
+
+const SearchResult = Type.Object({
+  ...summaryFields,
+  snippet: Type.Optional(
+    Type.String({ description: 'Searches only: where the body matches, as HTML-escaped text with matched words in <mark>' }),
+  ),
+});
+export const ArticleListResponse = listOf(SearchResult);
+export const FeedResponse = listOf(ArticleSummary);
 
 export type NewArticle = Static<typeof NewArticleBody>['article'];
 export type ArticleChanges = Static<typeof UpdateArticleBody>['article'];

@@ -1,0 +1,104 @@
+import { type RawBuilder, sql } from 'kysely';
+import { unprocessable } from '../../errors.js';
+
+/** Longest `q` accepted: a search box's worth. 10 KB of text is the contract's 422, never a slow query. */
+export const SEARCH_TEXT_MAX = 200;
+/** Words a search may name, exclusions and phrases included: each is one more index lookup. */
+export const SEARCH_WORDS_MAX = 12;
+/**
+ * A search ranks the most recent matches, at most this many: a word in every article would otherwise rank a
+ * million rows per request. Rarer words are ranked over all their matches; `articlesCount` counts these candidates.
+ */
+export const SEARCH_CANDIDATES = 1000;
+/** A prefix shorter than this (`a*`) would expand to a large share of the vocabulary. */
+const PREFIX_MIN = 2;
+
+/** One part of a search: a word, or several that must follow each other (a quoted phrase, or `node.js`). */
+interface Clause {
+  words: string[];
+  /** The last word may be unfinished: the user is still typing it. */
+  prefix: boolean;
+  negated: boolean;
+}
+
+export interface Search {
+  clauses: Clause[];
+}
+
+// Words are what both databases index: runs of letters, digits and the marks that accent them.
+const WORD = /[\p{L}\p{N}\p{M}]+/gu;
+// A quoted phrase (its closing quote optional: the user may still be typing it), or a run without spaces.
+const TOKEN = /(-?)(?:"([^"]*)"?|([^\s"]+))/gu;
+
+/**
+ * Reads the search box syntax: words (all must match), `"exact words"`, `-word` or `-"words"` to exclude, the last
+ * word a prefix unless the text ends with a space or a quote. Punctuation is not syntax, so no input can make the
+ * database parse an operator: it only separates words, as the indexes do.
+ */
+export function parseSearch(text: string): Search {
+  const clauses: Clause[] = [];
+  let lastIsBare = false;
+  for (const [, minus, quoted, bare] of text.matchAll(TOKEN)) {
+    const words = (quoted ?? bare ?? '').match(WORD);
+    if (!words) continue;
+    clauses.push({ words: words.map((word) => word.toLowerCase()), prefix: false, negated: minus === '-' });
+    lastIsBare = bare !== undefined;
+  }
+  const words = clauses.reduce((count, clause) => count + clause.words.length, 0);
+  if (words > SEARCH_WORDS_MAX) throw unprocessable('q', `can name at most ${SEARCH_WORDS_MAX} words`);
+  if (!clauses.some((clause) => !clause.negated)) throw unprocessable('q', 'needs a word to search for');
+  const last = clauses.at(-1)!;
+  const stillTyping = lastIsBare && !last.negated && /[\p{L}\p{N}\p{M}]$/u.test(text);
+  if (stillTyping && last.words.at(-1)!.length >= PREFIX_MIN) last.prefix = true;
+  return { clauses };
+}
+
+/**
+ * The search as an FTS5 query. Every word is quoted, so nothing in it is FTS5 syntax; the tokenizer folds case and
+ * accents as it did when indexing. FTS5's NOT is binary: the exclusions follow the words that must match.
+ */
+export function fts5Query({ clauses }: Search): string {
+  const phrase = (clause: Clause) => `"${clause.words.join(' ')}"${clause.prefix ? ' *' : ''}`;
+  const required = clauses.filter((clause) => !clause.negated).map(phrase);
+  const excluded = clauses.filter((clause) => clause.negated).map(phrase);
+  return [`(${required.join(' AND ')})`, ...excluded].join(' NOT ');
+}
+
+/**
+ * The search as a PostgreSQL tsquery built from functions, never parsed from text the user wrote: each clause is
+ * folded by the same function that folded the documents (migration 0011) and becomes a phrase; only a prefix goes
+ * through to_tsquery, quoted, after folding has removed every character its syntax uses.
+ */
+export function tsQuery({ clauses }: Search): RawBuilder<string> {
+  const part = (clause: Clause) => {
+    const text = clause.words.join(' ');
+    const query = clause.prefix
+      ? sql`to_tsquery('simple', quote_literal(conduit_search_fold(${text})) || ':*')`
+      : sql`phraseto_tsquery('simple', conduit_search_fold(${text}))`;
+    return clause.negated ? sql`(!! ${query})` : query;
+  };
+  return sql<string>`(${sql.join(clauses.map(part), sql` && `)})`;
+}
+
+// Private-use characters the databases put around matched words; they become <mark> once the text is escaped.
+export const MARK_OPEN = '\uE000';
+export const MARK_CLOSE = '\uE001';
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/**
+ * The snippet as HTML a frontend may insert as it is: the text escaped, only balanced <mark> elements added. An
+ * article that itself contains the marker characters cannot open a second <mark> or leave one unclosed.
+ */
+export function snippetHtml(raw: string): string {
+  let open = false;
+  let html = '';
+  for (const char of raw) {
+    if (char === MARK_OPEN || char === MARK_CLOSE) {
+      if (open !== (char === MARK_OPEN)) html += open ? '</mark>' : '<mark>';
+      open = char === MARK_OPEN;
+    } else {
+      html += ESCAPES[char] ?? char;
+    }
+  }
+  return open ? `${html}</mark>` : html;
+}

@@ -1,0 +1,193 @@
+import { parseFragment } from 'parse5';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseSearch, SEARCH_WORDS_MAX, snippetHtml } from '../src/modules/articles/search.js';
+import { describeEachDatabase } from './support/app.js';
+import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
+
+interface Hit {
+  slug: string;
+  title: string;
+  snippet?: string;
+}
+
+describe('search syntax', () => {
+  it('reads words, phrases, exclusions and a prefix for the word being typed', () => {
+    expect(parseSearch('Red "quick fox" -slow node.js')).toEqual({
+      clauses: [
+        { words: ['red'], prefix: false, negated: false },
+        { words: ['quick', 'fox'], prefix: false, negated: false },
+        { words: ['slow'], prefix: false, negated: true },
+        { words: ['node', 'js'], prefix: true, negated: false },
+      ],
+    });
+    expect(parseSearch('typing ').clauses.at(-1)!.prefix).toBe(false);
+    expect(parseSearch('"closed phrase"').clauses.at(-1)!.prefix).toBe(false);
+    expect(parseSearch('x').clauses.at(-1)!.prefix).toBe(false);
+  });
+
+  it('refuses a search with nothing to find or too many words', () => {
+    for (const text of ['-only -exclusions', '" & | ! ( ) : * <->', '--']) {
+      expect(() => parseSearch(text), text).toThrow(/needs a word/);
+    }
+    expect(() => parseSearch(Array.from({ length: SEARCH_WORDS_MAX + 1 }, (_, i) => `w${i}`).join(' '))).toThrow(/at most/);
+  });
+
+  it('turns snippets into escaped HTML whose only elements are balanced marks', () => {
+    expect(snippetHtml('a <b>\uE000word\uE001 & "c"')).toBe('a &lt;b&gt;<mark>word</mark> &amp; &quot;c&quot;');
+    // Marker characters written into an article cannot nest or leave a mark open.
+    expect(snippetHtml('\uE000\uE000x\uE001\uE001 \uE000y')).toBe('<mark>x</mark> <mark>y</mark>');
+  });
+});
+
+describeEachDatabase('search', (ctx) => {
+  const app = () => ctx().app;
+  let author: TestUser;
+  let other: TestUser;
+  /** A word no other test writes, so that every search here sees only this file's articles. */
+  const word = unique('zq');
+  const search = (query: string, token?: string) =>
+    call<{ articles: Hit[]; articlesCount: number; nextCursor: string | null; errors?: Record<string, string[]> }>(
+      app(),
+      'GET',
+      `/api/articles?${query}`,
+      { token },
+    );
+  const titles = (hits: Hit[]) => hits.map((hit) => hit.title);
+  const found = async (q: string) => {
+    const response = await search(`q=${encodeURIComponent(q)}`);
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    return titles(response.body.articles);
+  };
+
+  beforeAll(async () => {
+    [author, other] = await Promise.all([registerUser(app(), 'writer'), registerUser(app(), 'other')]);
+    const filler = 'plain words about nothing in particular';
+    // One article per field the word can be in; written best-ranked last, so that newest-first order is the reverse.
+    await createArticle(app(), author.token, { title: 'in body', description: filler, body: `${filler} ${word}`, tagList: ['x'] });
+    await createArticle(app(), author.token, { title: 'in description', description: `${filler} ${word}`, body: filler, tagList: ['x'] });
+    await createArticle(app(), author.token, { title: 'in tags', description: filler, body: filler, tagList: [word] });
+    await createArticle(app(), other.token, { title: `in title ${word}`, description: filler, body: filler, tagList: ['x'] });
+  });
+
+  it('ranks a title match over a tag, a tag over the description, the description over the body', async () => {
+    expect(await found(word)).toEqual([`in title ${word}`, 'in tags', 'in description', 'in body']);
+  });
+
+  it('combines with the filters and counts the matches', async () => {
+    const byAuthor = await search(`q=${word}&author=${author.username}`);
+    expect(titles(byAuthor.body.articles)).toEqual(['in tags', 'in description', 'in body']);
+    expect(byAuthor.body.articlesCount).toBe(3);
+    expect(titles((await search(`q=${word}&tag=${word}`)).body.articles)).toEqual(['in tags']);
+    expect((await search(`q=${word}&tag=${unique('none')}`)).body).toEqual({ articles: [], articlesCount: 0, nextCursor: null });
+  });
+
+  it('needs every word, keeps phrases in order, excludes, and completes the last word', async () => {
+    const key = unique('kw');
+    await createArticle(app(), author.token, { title: `${key} quick brown fox`, body: 'jumps' });
+    await createArticle(app(), author.token, { title: `${key} brown quick dog`, body: 'sleeps' });
+    expect(await found(`${key} quick brown`)).toHaveLength(2);
+    expect(await found(`${key} "quick brown"`)).toEqual([`${key} quick brown fox`]);
+    expect(await found(`${key} quick -fox`)).toEqual([`${key} brown quick dog`]);
+    expect(await found(`${key} -"quick brown"`)).toEqual([`${key} brown quick dog`]);
+    expect(await found(`${key} slee`)).toEqual([`${key} brown quick dog`]);
+    // A space after the word says it is complete.
+    expect(await found(`${key} slee `)).toEqual([]);
+  });
+
+  it('folds case and accents the same way on both databases, and splits on punctuation', async () => {
+    const key = unique('kw');
+    await createArticle(app(), author.token, { title: `${key} Crème Brûlée at the CAFÉ`, body: 'Uses node.js and Ångström units' });
+    for (const query of ['creme brulee', 'CRÈME', 'café', 'cafe', 'angstrom', 'node', 'node.js', '"node js"']) {
+      expect(await found(`${key} ${query}`), query).toEqual([`${key} Crème Brûlée at the CAFÉ`]);
+    }
+  });
+
+  it('keeps the index exact through edits, tag changes and deletes', async () => {
+    const [before, after, tagged] = [unique('old'), unique('new'), unique('tag')];
+    const article = await createArticle(app(), author.token, { title: `title ${before}` });
+    expect(await found(before)).toEqual([`title ${before}`]);
+    const put = await call(app(), 'PUT', `/api/articles/${article.slug}`, {
+      token: author.token,
+      body: { article: { title: `title ${after}`, tagList: [tagged] } },
+    });
+    expect(put.status).toBe(200);
+    expect(await found(before)).toEqual([]);
+    expect(await found(after)).toEqual([`title ${after}`]);
+    expect(await found(tagged)).toEqual([`title ${after}`]);
+    // A favorite changes the article's row but none of its text.
+    await call(app(), 'POST', `/api/articles/${put.body.article.slug}/favorite`, { token: other.token });
+    expect(await found(after)).toEqual([`title ${after}`]);
+    await call(app(), 'DELETE', `/api/articles/${put.body.article.slug}`, { token: author.token });
+    expect(await found(after)).toEqual([]);
+    expect(await found(tagged)).toEqual([]);
+  });
+
+  it('answers a snippet of the body with the matches marked and the rest escaped', async () => {
+    const key = unique('kw');
+    await createArticle(app(), author.token, {
+      title: 'snippet',
+      body: `Some text before <script>alert(1)</script> the ${key} appears here & after`,
+    });
+    const [hit] = (await search(`q=${key}`)).body.articles;
+    expect(hit!.snippet).toContain(`<mark>${key}</mark>`);
+    const elements: string[] = [];
+    const walk = (node: { nodeName: string; childNodes?: unknown[] }) => {
+      if (!node.nodeName.startsWith('#')) elements.push(node.nodeName);
+      for (const child of node.childNodes ?? []) walk(child as typeof node);
+    };
+    walk(parseFragment(hit!.snippet!) as never);
+    expect(elements).toEqual(['mark']);
+    // Lists without a search carry no snippet.
+    const [plain] = (await search(`author=${author.username}&limit=1`)).body.articles;
+    expect(plain).not.toHaveProperty('snippet');
+  });
+
+  it('answers hostile queries with a 422 or a harmless search, never a 500', async () => {
+    const hostile = [
+      `${word} AND OR NOT NEAR`,
+      `${word} & | ! <-> :* ( ) ' \\`,
+      `${word}" OR "1"="1`,
+      `${word} title:x body:* ^start`,
+      `${word} ŉ ß ﬁ \u202Eevil`,
+      `${word} ${'('.repeat(90)}`,
+    ];
+    for (const q of hostile) {
+      const response = await search(`q=${encodeURIComponent(q)}`);
+      expect(response.status, `${q}: ${JSON.stringify(response.body)}`).toBe(200);
+    }
+    for (const q of ['x'.repeat(10_000), '-a -b', '" "', Array.from({ length: 13 }, (_, i) => `w${i}`).join(' ')]) {
+      const response = await search(`q=${encodeURIComponent(q)}`);
+      expect(response.status, q.slice(0, 40)).toBe(422);
+      expect(response.body.errors).toHaveProperty('q');
+    }
+    // Blank means no search, as an empty filter means no filter.
+    expect((await search('q=%20%20&limit=1')).status).toBe(200);
+  });
+
+  it('pages through results with a cursor, without repeats, while articles arrive', async () => {
+    const key = unique('page');
+    for (let i = 0; i < 7; i++) {
+      await createArticle(app(), author.token, { title: `${key} ${'again '.repeat(i)}`.trim(), body: 'text' });
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const response = await search(`q=${key}&limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      expect(response.body.articlesCount).toBe(7);
+      seen.push(...response.body.articles.map((hit) => hit.slug));
+      cursor = response.body.nextCursor;
+      // A new match arriving mid-way is not ranked into the pages already being read.
+      if (pages++ === 0) await createArticle(app(), author.token, { title: `${key} ${key} latecomer`, body: 'text' });
+    } while (cursor);
+    expect(seen).toHaveLength(7);
+    expect(new Set(seen).size).toBe(7);
+    expect(pages).toBe(3);
+    // A search cursor belongs to searches.
+    const first = await search(`q=${key}&limit=1`);
+    const misuse = await search(`limit=1&cursor=${first.body.nextCursor}`);
+    expect(misuse.status).toBe(422);
+    expect(misuse.body.errors?.cursor).toEqual(['belongs to a search']);
+  });
+});
