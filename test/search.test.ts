@@ -32,10 +32,18 @@ describe('search syntax', () => {
     expect(() => parseSearch(Array.from({ length: SEARCH_WORDS_MAX + 1 }, (_, i) => `w${i}`).join(' '))).toThrow(/at most/);
   });
 
-  it('turns snippets into escaped HTML whose only elements are balanced marks', () => {
-    expect(snippetHtml('a <b>\uE000word\uE001 & "c"')).toBe('a &lt;b&gt;<mark>word</mark> &amp; &quot;c&quot;');
-    // Marker characters written into an article cannot nest or leave a mark open.
-    expect(snippetHtml('\uE000\uE000x\uE001\uE001 \uE000y')).toBe('<mark>x</mark> <mark>y</mark>');
+  it('snips where the words are densest, escaped, with the matches marked', () => {
+    const text = `Intro ${'filler '.repeat(40)}the quick Fox jumps over the lazy dog ${'more '.repeat(40)}`;
+    const html = snippetHtml(text, parseSearch('fox jum'));
+    expect(html).toMatch(/^… filler filler the quick <mark>Fox<\/mark> <mark>jumps<\/mark> over /);
+    expect(html).toMatch(/ …$/);
+    expect(snippetHtml('<b>Crème</b> & "co"\n\n', parseSearch('creme '))).toBe(
+      '&lt;b&gt;<mark>Crème</mark>&lt;/b&gt; &amp; &quot;co&quot;',
+    );
+    // No match in what is scanned: the start of the text, unmarked.
+    expect(snippetHtml('one two three', parseSearch('absent'))).toBe('one two three');
+    // Excluded words are not marked.
+    expect(snippetHtml('keep drop', parseSearch('keep -drop'))).toBe('<mark>keep</mark> drop');
   });
 });
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DatabaseConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/index.js';
+import { encodeListCursor } from '../../src/modules/articles/list-cursor.js';
 import { getTagsAnswerJson } from '../../src/modules/tags/queries.js';
 import { DELIVERY_STREAMS, DELIVERY_WRITES_PER_SECOND } from './delivery.js';
 import { type RequestSource, type RequestSpec, send } from './load.js';
@@ -25,6 +26,11 @@ export const SCENARIO_IDS = [
   'feed-many',
   'article-many',
   'list-urls',
+  // Searches, and a page thousands deep by cursor, to compare with the first page of the plain list.
+  'search-common',
+  'search-rare',
+  'search-multi',
+  'list-cursor-deep',
   'login',
   // Writes last: articles they add would otherwise change what the read scenarios after them see.
   'mixed',
@@ -68,6 +74,10 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   'feed-many': 'GET /api/articles/feed, pages 1-10, 200 viewers',
   'article-many': 'GET /api/articles/:slug, 200 viewers',
   'list-urls': `GET /api/articles?author=&limit=100&offset=: ${LIST_URL_AUTHORS * LIST_URL_OFFSETS} distinct URLs, names in mixed case (memory)`,
+  'search-common': 'GET /api/articles?q=, a word in most articles (ranks the newest 1,000 matches), whole or typed',
+  'search-rare': 'GET /api/articles?q=, a long-tail tag name as a phrase (tens to hundreds of matches)',
+  'search-multi': 'GET /api/articles?q=, 2-3 words, phrases, exclusions, prefixes',
+  'list-cursor-deep': 'GET /api/articles?cursor=, pages 4,000-5,000 deep at 1 M articles (the last fifth of the pages at smaller scales)',
   login: 'POST /api/users/login',
   mixed: 'reads as a site gets them (lists, articles, feeds, tags; 200 viewers), alone and beside 20 and 100 writes/s',
   'create-article': 'POST /api/articles by the 200 viewers in turn, 1-3 seeded tags, unique titles',
@@ -94,6 +104,10 @@ export interface Targets {
   sessionEmails: string[];
   /** The many viewers of the *-many and mixed scenarios. */
   viewerEmails: string[];
+  /** Long-tail tags: their names are the rare searches. */
+  rareTags: string[];
+  /** Cursors to pages thousands deep into the list of all articles. */
+  deepCursors: string[];
 }
 
 export interface Session {
@@ -143,6 +157,23 @@ const SEED = 15;
 const PROFILES = 50;
 const LOGINS = 100;
 const MAX_SIZED_REQUESTS = 25;
+/** The deepest page the cursor scenario reads, and how many pages near it. */
+const DEEP_PAGE_MAX = 5_000;
+const DEEP_CURSORS = 50;
+/** Words of the seeded bodies (words.ts SENTENCES), each in a large share of the articles. */
+const COMMON_WORDS = ['query', 'index', 'latency', 'requests', 'database', 'team', 'benchmark', 'caching', 'users', 'code'];
+const MULTI_WORD_SEARCHES = [
+  'slow query',
+  'index order columns',
+  '"connection pool"',
+  'caching problem -database',
+  'query plan minutes',
+  '"the p99" median',
+  'team code -years',
+  'benchmark chan',
+];
+
+const range = (first: number, last: number) => Array.from({ length: Math.max(0, last - first + 1) }, (_, k) => first + k);
 
 /** `count` items spread evenly over `items`, the first and the last included. */
 function pickEvenly<T>(items: readonly T[], count: number): T[] {
@@ -189,6 +220,24 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
         .orderBy('id')
         .execute();
     const spread = await spreadOver(ARTICLES - HOT_ARTICLES);
+    const { count } = await db
+      .selectFrom('articles')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow();
+    const lastPage = Math.min(DEEP_PAGE_MAX, Math.floor(Number(count) / PAGE_SIZE));
+    const deepCursors: string[] = [];
+    for (const page of pickEvenly(range(Math.max(2, Math.ceil(lastPage * 0.8)), lastPage), DEEP_CURSORS)) {
+      // The cursor the page before hands out: it names that page's last article.
+      const last = await db
+        .selectFrom('articles')
+        .select(['created_at', 'id'])
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .offset((page - 1) * PAGE_SIZE - 1)
+        .limit(1)
+        .executeTakeFirstOrThrow();
+      deepCursors.push(encodeListCursor({ kind: 'time', createdAt: Number(last.created_at), id: last.id }));
+    }
     const favorited = await spreadOver(FAVORITE_ARTICLES);
     return {
       tags: headAndTail(tags, SPREAD_TAGS),
@@ -205,6 +254,8 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       // Offset from the other picks, so the signed-in users are not also the ones whose favorites are listed.
       sessionEmails: pickEvenly(users.slice(1), USERS).map((user) => user.email),
       viewerEmails: pickEvenly(users, VIEWERS).map((user) => user.email),
+      rareTags: tags.slice(-SPREAD_TAGS),
+      deepCursors,
     };
   } finally {
     await destroy();
@@ -413,6 +464,27 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
         ),
       );
     }
+    case 'search-common':
+      // Whole words, and the same words as typed so far (a prefix).
+      return rotation(
+        id,
+        COMMON_WORDS.flatMap((word) => [get(query('q', word)), get(query('q', word.slice(0, 4)))]),
+      );
+    case 'search-rare':
+      return rotation(
+        id,
+        targets.rareTags.map((tag) => get(query('q', `"${tag}"`))),
+      );
+    case 'search-multi':
+      return rotation(
+        id,
+        MULTI_WORD_SEARCHES.map((text) => get(query('q', text))),
+      );
+    case 'list-cursor-deep':
+      return rotation(
+        id,
+        targets.deepCursors.map((cursor) => get(query('cursor', cursor))),
+      );
     case 'mixed':
       return { ...drawn(id, (random) => mixedRead(random, targets, viewers)), writes: mixedWrites(targets, viewers) };
     case 'login':

@@ -2,7 +2,7 @@ import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
-import { fts5Query, MARK_CLOSE, MARK_OPEN, parseSearch, SEARCH_CANDIDATES, type Search, snippetHtml, tsQuery } from './search.js';
+import { fts5Query, parseSearch, SEARCH_CANDIDATES, type Search, SNIPPET_SCAN, snippetHtml, tsQuery } from './search.js';
 import { toSummary, withArticleView } from './view.js';
 
 export interface ArticleFilters {
@@ -165,14 +165,14 @@ async function articlesInOrder(db: Executor, ids: number[], viewerId: number | n
   if (ids.length === 0) return [];
   const rows = await withArticleView(db.selectFrom('articles').where('articles.id', 'in', ids), viewerId)
     .select('articles.id')
-    .$if(search !== undefined, (query) => query.select(snippetOf(db, search!).as('snippet')))
+    .$if(search !== undefined, (query) => query.select(sql<string>`substr(articles.body, 1, ${SNIPPET_SCAN})`.as('body_start')))
     .execute();
   const position = new Map(ids.map((id, index) => [id, index]));
   return rows
     .sort((a, b) => position.get(a.id)! - position.get(b.id)!)
     .map((row) => {
-      const snippet = (row as { snippet?: string | null }).snippet;
-      return snippet === undefined ? toSummary(row) : { ...toSummary(row), snippet: snippetHtml(snippet ?? '') };
+      const bodyStart = (row as { body_start?: string }).body_start;
+      return bodyStart === undefined ? toSummary(row) : { ...toSummary(row), snippet: snippetHtml(bodyStart, search!) };
     });
 }
 
@@ -231,16 +231,6 @@ function searchCandidates(db: Executor, filters: ArticleFilters, search: Search,
     from (select article_id as id from article_search where document @@ ${tsQuery(search)} ${conditions}
           order by article_id desc limit ${SEARCH_CANDIDATES}) found
     join article_search search on search.article_id = found.id`;
-}
-
-/** The page's highlighted fragment of each body, computed for the page's rows only. */
-function snippetOf(db: Executor, search: Search): RawBuilder<string | null> {
-  if (dialectOf(db) === 'postgres') {
-    const options = `StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=12, MaxFragments=1`;
-    return sql`ts_headline('simple', articles.body, ${tsQuery(search)}, ${options})`;
-  }
-  return sql`(select snippet(article_search, 2, ${MARK_OPEN}, ${MARK_CLOSE}, '…', 24) from article_search
-    where article_search match ${fts5Query(search)} and rowid = articles.id)`;
 }
 
 interface RankedRow {

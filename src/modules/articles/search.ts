@@ -80,25 +80,59 @@ export function tsQuery({ clauses }: Search): RawBuilder<string> {
   return sql<string>`(${sql.join(clauses.map(part), sql` && `)})`;
 }
 
-// Private-use characters the databases put around matched words; they become <mark> once the text is escaped.
-export const MARK_OPEN = '\uE000';
-export const MARK_CLOSE = '\uE001';
+/**
+ * Characters of a body a snippet is looked for in: a match further in is found by the search but shown from the
+ * start. Bounds what a page of snippets reads and scans (at most 100 of these per page).
+ */
+export const SNIPPET_SCAN = 20_000;
+/** Words a snippet shows, the matches among them. */
+const SNIPPET_WORDS = 24;
+/** Words shown before the first match, for context. */
+const SNIPPET_LEAD = 4;
+
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
+// Case and accents fold as the indexes fold them (for the letters both databases fold alike).
+const fold = (word: string) => word.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
 
 /**
- * The snippet as HTML a frontend may insert as it is: the text escaped, only balanced <mark> elements added. An
- * article that itself contains the marker characters cannot open a second <mark> or leave one unclosed.
+ * The part of `text` where the search's words are densest, as HTML a frontend may insert as it is: the text escaped,
+ * white space collapsed, matched words in <mark>. Made here rather than by each database (FTS5's snippet(),
+ * PostgreSQL's ts_headline, which costs a quarter of a millisecond per article) so it is the same on both.
  */
-export function snippetHtml(raw: string): string {
-  let open = false;
-  let html = '';
-  for (const char of raw) {
-    if (char === MARK_OPEN || char === MARK_CLOSE) {
-      if (open !== (char === MARK_OPEN)) html += open ? '</mark>' : '<mark>';
-      open = char === MARK_OPEN;
-    } else {
-      html += ESCAPES[char] ?? char;
-    }
+export function snippetHtml(text: string, { clauses }: Search): string {
+  const wanted = clauses.filter((clause) => !clause.negated);
+  const exact = new Set(wanted.flatMap((clause) => (clause.prefix ? clause.words.slice(0, -1) : clause.words)).map(fold));
+  const prefixes = wanted.filter((clause) => clause.prefix).map((clause) => fold(clause.words.at(-1)!));
+  const words = [...text.slice(0, SNIPPET_SCAN).matchAll(WORD)];
+  const hit = words.map(([word]) => {
+    const folded = fold(word);
+    return exact.has(folded) || prefixes.some((prefix) => folded.startsWith(prefix));
+  });
+  // The window of SNIPPET_WORDS words holding the most matches, found in one pass over the words.
+  let best = 0;
+  let bestCount = 0;
+  let count = 0;
+  for (let end = 0; end < words.length; end++) {
+    if (hit[end]) count++;
+    const start = end - SNIPPET_WORDS + 1;
+    if (start > 0 && hit[start - 1]) count--;
+    if (count > bestCount) [best, bestCount] = [Math.max(0, start), count];
   }
-  return open ? `${html}</mark>` : html;
+  const first = hit.indexOf(true, best);
+  const start = bestCount === 0 ? 0 : Math.max(best, first - SNIPPET_LEAD, 0);
+  const end = Math.min(words.length, start + SNIPPET_WORDS);
+  const scanned = text.slice(0, SNIPPET_SCAN);
+  // Text between words (punctuation, markup, white space) is shown escaped, and before the first word or after the
+  // last only when the snippet starts or ends with the text.
+  const gap = (from: number, to: number) => escapeHtml(scanned.slice(from, to).replace(/\s+/g, ' '));
+  let html = start > 0 ? '… ' : gap(0, words[0]?.index ?? scanned.length).trimStart();
+  for (let k = start; k < end; k++) {
+    const word = words[k]!;
+    const after = word.index + word[0].length;
+    html += hit[k] ? `<mark>${escapeHtml(word[0])}</mark>` : escapeHtml(word[0]);
+    if (k + 1 < end) html += gap(after, words[k + 1]!.index);
+    else if (end === words.length) html += gap(after, scanned.length).trimEnd();
+  }
+  return end < words.length ? `${html} …` : html;
 }
