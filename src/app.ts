@@ -10,6 +10,7 @@ import { commentsRoutes } from './modules/comments/routes.js';
 import { installEventDispatcher } from './modules/events/dispatcher.js';
 import { scheduleRetention } from './modules/events/retention.js';
 import { eventsRoutes } from './modules/events/routes.js';
+import { feedsRoutes } from './modules/feeds/routes.js';
 import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
@@ -128,6 +129,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Before the routes, which it documents as they are added.
   await installOpenApi(app);
   await app.register(apiIndexRoutes);
+  // Outside /api: documents for feed readers, not the JSON API, though every limit and header above applies to them.
+  await app.register(feedsRoutes);
   await app.register(
     async (api) => {
       await api.register(usersRoutes);

@@ -52,6 +52,20 @@ export interface Config {
   retention: RetentionConfig;
   webhooks: WebhookConfig;
   events: EventStreamConfig;
+  feeds: FeedConfig;
+}
+
+/** What the feeds need to link outside themselves. */
+export interface FeedConfig {
+  siteName: string;
+  /** Without a trailing slash; the paths are appended to it. */
+  frontendUrl: string;
+  /** Paths after `frontendUrl`, each with its `{slug}`, `{username}` or `{tag}` placeholder. */
+  articlePath: string;
+  profilePath: string;
+  tagPath: string;
+  /** This server's public address without a trailing slash; `null` to take it from each request. */
+  publicUrl: string | null;
 }
 
 /** How long the outbox and read notifications are kept, in milliseconds. */
@@ -234,6 +248,8 @@ function trustProxy(raw: string | undefined): Config['trustProxy'] {
     .filter(Boolean);
 }
 
+const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
+
 function database(settings: Settings, dataDir: string): DatabaseConfig {
   const url = settings.DATABASE_URL;
   const synchronous = settings.SQLITE_SYNCHRONOUS;
@@ -342,6 +358,14 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       perClient: settings.EVENT_STREAMS_PER_CLIENT,
       max: settings.EVENT_STREAMS_MAX,
       heartbeatMs: milliseconds('EVENT_STREAM_HEARTBEAT'),
+    },
+    feeds: {
+      siteName: settings.SITE_NAME,
+      frontendUrl: withoutTrailingSlash(settings.FRONTEND_URL),
+      articlePath: settings.FRONTEND_ARTICLE_PATH,
+      profilePath: settings.FRONTEND_PROFILE_PATH,
+      tagPath: settings.FRONTEND_TAG_PATH,
+      publicUrl: settings.PUBLIC_URL === undefined ? null : withoutTrailingSlash(settings.PUBLIC_URL),
     },
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.

@@ -42,12 +42,22 @@ const positive = (fallback: number, description: string) =>
     description,
   });
 
+/** A path on the frontend, relative to `FRONTEND_URL`, with `{name}` where the URL-encoded value goes. */
+const pathTemplate = (fallback: string, name: string, what: string) =>
+  Type.String({
+    default: fallback,
+    pattern: `^/.*\\{${name}\\}`,
+    errorMessage: `must start with / and hold {${name}}`,
+    description: `${what}, after \`FRONTEND_URL\`; \`{${name}}\` stands for the URL-encoded ${name}`,
+  });
+
 const isPostgresUrl = (value: string) => /^postgres(ql)?:\/\//.test(value) && URL.canParse(value);
 
 /** Formats the schema names whose check is more than a pattern; registered with the validator by name. */
 export const SETTING_FORMATS = {
   'database-url': (value: string) => /^sqlite:.+/.test(value) || isPostgresUrl(value),
   'redis-url': (value: string) => /^rediss?:\/\//.test(value) && URL.canParse(value),
+  'http-url': (value: string) => /^https?:\/\//.test(value) && URL.canParse(value),
   /** A hop count, or addresses and CIDR ranges, comma-separated. */
   'trust-proxy': (value: string) =>
     /^\s*\d+\s*$/.test(value) || value.split(',').every((entry) => isIP(entry.trim().replace(/\/\d{1,3}$/, '')) !== 0),
@@ -215,6 +225,29 @@ export const SETTINGS = Type.Object(
       'how often an idle event stream gets a comment line, so that proxies keep it open; shorter than `CONNECTION_TIMEOUT`, ' +
         'which closes a stream whose client stopped reading',
     ),
+    FRONTEND_URL: Type.String({
+      default: 'http://localhost:4200',
+      format: 'http-url',
+      errorMessage: 'must be an http:// or https:// URL',
+      description:
+        'where the frontend that shows the articles is: the feeds (`/feeds/...`) link every article, author and tag there, ' +
+        'and their item ids are made from its host name. Set it in production; a frontend with hash routes wants ' +
+        '`FRONTEND_ARTICLE_PATH=/#/article/{slug}` and the like',
+    }),
+    FRONTEND_ARTICLE_PATH: pathTemplate('/article/{slug}', 'slug', "an article's page on the frontend"),
+    FRONTEND_PROFILE_PATH: pathTemplate('/profile/{username}', 'username', "an author's page on the frontend"),
+    FRONTEND_TAG_PATH: pathTemplate('/?tag={tag}', 'tag', "a tag's articles on the frontend"),
+    PUBLIC_URL: Type.Optional(
+      Type.String({
+        format: 'http-url',
+        errorMessage: 'must be an http:// or https:// URL',
+        description:
+          "this server's own address as clients reach it (e.g. `https://api.example.com`), for the feeds' links to " +
+          "themselves. Unset: taken from each request's `Host` (and, from the proxies `TRUST_PROXY` names, " +
+          '`X-Forwarded-Host` and `X-Forwarded-Proto`)',
+      }),
+    ),
+    SITE_NAME: Type.String({ default: 'Conduit', minLength: 1, maxLength: 128, description: 'the name the feeds give the site' }),
   },
   {
     additionalProperties: false,

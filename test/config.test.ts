@@ -73,7 +73,38 @@ describe('loadConfig', () => {
       retention: { eventsMs: 30 * 86_400_000, readNotificationsMs: 90 * 86_400_000 },
       webhooks: { deliver: true, timeoutMs: 10_000, retryForMs: 24 * 3_600_000, allowLoopback: false, backoffBaseMs: 5_000 },
       events: { perClient: 5, max: 1000, heartbeatMs: 15_000 },
+      feeds: {
+        siteName: 'Conduit',
+        frontendUrl: 'http://localhost:4200',
+        articlePath: '/article/{slug}',
+        profilePath: '/profile/{username}',
+        tagPath: '/?tag={tag}',
+        publicUrl: null,
+      },
     });
+  });
+
+  it('reads the feed settings, without trailing slashes on the URLs, and refuses a template without its placeholder', () => {
+    const config = loadConfig(
+      env({
+        FRONTEND_URL: 'https://blog.example.com/app/',
+        FRONTEND_ARTICLE_PATH: '/#/article/{slug}',
+        PUBLIC_URL: 'https://api.example.com/',
+        SITE_NAME: 'My Blog',
+      }),
+    );
+    expect(config.feeds).toMatchObject({
+      siteName: 'My Blog',
+      frontendUrl: 'https://blog.example.com/app',
+      articlePath: '/#/article/{slug}',
+      publicUrl: 'https://api.example.com',
+    });
+    const error = rejected(env({ FRONTEND_URL: 'ftp://files', FRONTEND_PROFILE_PATH: '/people/:username', PUBLIC_URL: 'nope' }));
+    expect(error.problems).toEqual([
+      'FRONTEND_URL must be an http:// or https:// URL, got "ftp://files"',
+      'FRONTEND_PROFILE_PATH must start with / and hold {username}, got "/people/:username"',
+      'PUBLIC_URL must be an http:// or https:// URL, got "nope"',
+    ]);
   });
 
   it('reads the webhook settings', () => {

@@ -207,6 +207,13 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /webhooks/{id}/replay': [...WITH_BODY, 401, 404, 409],
   'GET /events': [...ANY, 401, 404, 422],
   'GET /': ANY,
+  ...Object.fromEntries(
+    ['rss', 'atom', 'json'].flatMap((format) => [
+      [`GET /feeds/articles.${format}`, ANY],
+      [`GET /feeds/authors/{username}/articles.${format}`, [...ANY, 404, 422]],
+      [`GET /feeds/tags/{tag}/articles.${format}`, [...ANY, 404, 422]],
+    ]),
+  ),
 };
 
 /** The contract's error body, `{"errors": {"field": ["message", ...]}}`, written out independently of src/schemas.ts. */

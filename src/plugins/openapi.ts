@@ -108,6 +108,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'webhooks', description: 'Your endpoints that receive signed events, and their delivery log' },
         { name: 'events', description: 'What happens, live: new articles and comments, and your notifications' },
         { name: 'index', description: 'Where this reference, the OpenAPI document and the health probes are' },
+        { name: 'feeds', description: 'RSS, Atom and JSON Feed documents of the newest articles, for feed readers (outside /api)' },
       ],
       components: {
         securitySchemes: {

@@ -1,0 +1,69 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/index.js';
+import { identityKey } from '../../identity.js';
+import { withArticleView } from '../articles/view.js';
+
+/** Articles per feed: each carries its whole rendered body, so this bounds an answer at about FEED_SIZE × BODY_MAX. */
+export const FEED_SIZE = 20;
+
+/** Whose articles a feed shows. */
+export type FeedScope = { kind: 'site' } | { kind: 'author'; authorId: number } | { kind: 'tag'; tagId: number };
+
+export function findAuthor(db: Executor, username: string) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'username', 'updated_at'])
+    .where('username_key', '=', identityKey(username))
+    .executeTakeFirst();
+}
+
+export function findTag(db: Executor, name: string) {
+  return db.selectFrom('tags').select(['id', 'name']).where('name', '=', name).executeTakeFirst();
+}
+
+/**
+ * The newest FEED_SIZE ids of the scope, off the index that holds them in that order (as the article list reads its
+ * pages): articles (created_at, id), articles (author_id, created_at, id), article_tags (tag_id, article_created_at,
+ * article_id). A feed reads FEED_SIZE index entries whatever the number of articles.
+ */
+function newestIds(db: Executor, scope: FeedScope) {
+  if (scope.kind === 'tag') {
+    return db
+      .selectFrom('article_tags')
+      .select('article_tags.article_id as id')
+      .where('article_tags.tag_id', '=', scope.tagId)
+      .orderBy('article_tags.article_created_at', 'desc')
+      .orderBy('article_tags.article_id', 'desc')
+      .limit(sql.lit(FEED_SIZE));
+  }
+  const articles = db.selectFrom('articles').select('articles.id');
+  return (scope.kind === 'author' ? articles.where('articles.author_id', '=', scope.authorId) : articles)
+    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.id', 'desc')
+    .limit(sql.lit(FEED_SIZE));
+}
+
+/** The scope's newest articles with their bodies, authors and tags, newest first: one statement. */
+export function feedArticles(db: Executor, scope: FeedScope) {
+  return withArticleView(db.selectFrom('articles').where('articles.id', 'in', newestIds(db, scope)), null)
+    .select(['articles.id', 'articles.body', 'users.updated_at as author_updated_at'])
+    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.id', 'desc')
+    .execute();
+}
+
+/**
+ * When the newest event was recorded: every write that can change a feed (an article written, edited or deleted,
+ * a profile changed) appends one in its own transaction, so nothing in any feed changed after it. One probe of the
+ * (created_at, id) index.
+ */
+export async function lastRecordedWrite(db: Executor): Promise<number | null> {
+  const newest = await db
+    .selectFrom('events')
+    .select('created_at')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return newest?.created_at ?? null;
+}
