@@ -19,6 +19,7 @@ import { usersRoutes } from './modules/users/routes.js';
 import { createTokenService, type TokenService } from './modules/users/tokens.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
 import { installDeliveryWorker } from './modules/webhooks/worker.js';
+import { installConditionalGet } from './plugins/conditional-get.js';
 import { frameworkErrors, installErrorHandling } from './plugins/errors.js';
 import { installHealthRoutes } from './plugins/health.js';
 import { installIdempotency } from './plugins/idempotency.js';
@@ -101,6 +102,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
   installShutdownDraining(app);
+  // Before any route is added (metrics and the probes come next): it hooks every GET route as it is declared.
+  installConditionalGet(app, config.caching);
   const metrics = installMetrics(app, database, installEventDispatcher(app, database));
   installValidation(app);
   installErrorHandling(app);

@@ -52,6 +52,13 @@ export interface Config {
   retention: RetentionConfig;
   webhooks: WebhookConfig;
   events: EventStreamConfig;
+  caching: CachingConfig;
+}
+
+/** What Cache-Control lets shared caches do with anonymous answers, in seconds. */
+export interface CachingConfig {
+  sharedMaxAgeSeconds: number;
+  staleWhileRevalidateSeconds: number;
 }
 
 /** How long the outbox and read notifications are kept, in milliseconds. */
@@ -342,6 +349,10 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       perClient: settings.EVENT_STREAMS_PER_CLIENT,
       max: settings.EVENT_STREAMS_MAX,
       heartbeatMs: milliseconds('EVENT_STREAM_HEARTBEAT'),
+    },
+    caching: {
+      sharedMaxAgeSeconds: settings.SHARED_CACHE_MAX_AGE,
+      staleWhileRevalidateSeconds: settings.SHARED_CACHE_STALE_WHILE_REVALIDATE,
     },
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.
