@@ -64,7 +64,10 @@ function sharedErrorStatuses(route: RouteOptions, schema: FastifySchema): number
 
 type SchemaObject = Record<string, unknown>;
 
-const ETAG = { type: 'string', description: "A strong validator of this answer: send it back in If-None-Match (or in If-Match to change it)" };
+const ETAG = {
+  type: 'string',
+  description: 'A strong validator of this answer: send it back in If-None-Match (or in If-Match to change it)',
+};
 const CACHE_CONTROL = {
   type: 'string',
   description:
