@@ -111,9 +111,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(cors, {
     origin: config.corsOrigins,
     methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Requested-With', 'X-Request-Id', 'Idempotency-Key'],
-    // Past a limit, a browser client needs Retry-After to know when to come back; CORS hides it unless listed.
-    exposedHeaders: ['Allow', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'X-Requested-With',
+      'X-Request-Id',
+      'Idempotency-Key',
+      'If-Match',
+      'If-None-Match',
+      'If-Modified-Since',
+    ],
+    // Past a limit, a browser client needs Retry-After to know when to come back; CORS hides it unless listed. A
+    // frontend needs the ETag to send If-Match.
+    exposedHeaders: ['Allow', 'ETag', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
     maxAge: 86400,
     // A bare OPTIONS (no Origin) is not a preflight; answer it plainly instead of with a framework error body.
     strictPreflight: false,

@@ -257,6 +257,25 @@ describeEachDatabase('conditional GET', (ctx) => {
       expect(String(response.headers.vary ?? '')).not.toMatch(/authorization/i);
     });
 
+    it('lets a frontend on another origin read the ETag and send the conditional headers', async () => {
+      const origin = 'https://app.example';
+      const preflight = await app().inject({
+        method: 'OPTIONS',
+        url: `/api/articles/${slug}`,
+        headers: { origin, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,if-match' },
+      });
+      const allowed = String(preflight.headers['access-control-allow-headers'])
+        .toLowerCase()
+        .split(/\s*,\s*/);
+      expect(allowed).toEqual(expect.arrayContaining(['if-match', 'if-none-match', 'if-modified-since']));
+      const read = await get(`/api/articles/${slug}`, { headers: { origin } });
+      expect(
+        String(read.headers['access-control-expose-headers'])
+          .toLowerCase()
+          .split(/\s*,\s*/),
+      ).toContain('etag');
+    });
+
     it('never stores the probes or the metrics, and gives them no ETag', async () => {
       for (const url of ['/health/live', '/health/ready', '/metrics']) {
         const response = await get(url, { headers: { 'if-none-match': '*' } });
