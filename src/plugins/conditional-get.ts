@@ -41,17 +41,14 @@ function parseEntityTags(header: string): typeof ANY | EntityTag[] {
   return tags;
 }
 
-/** RFC 9110 13.1.2: If-None-Match compares weakly (a W/ prefix on either side is ignored). */
-function noneMatchFails(header: string, current: string): boolean {
+/**
+ * Whether the header names the current tag. RFC 9110 13.1: If-None-Match compares weakly (a W/ prefix is ignored),
+ * If-Match strongly (a weak tag never matches).
+ */
+function names(header: string, current: string, comparison: 'weak' | 'strong'): boolean {
   const tags = parseEntityTags(header);
-  return tags === ANY || tags.some((tag) => tag.opaque === current);
+  return tags === ANY || tags.some((tag) => tag.opaque === current && (comparison === 'weak' || !tag.weak));
 }
-
-/** RFC 9110 13.1.1: If-Match compares strongly, so a weak tag never matches. */
-const matchHolds = (header: string, current: string): boolean => {
-  const tags = parseEntityTags(header);
-  return tags === ANY || tags.some((tag) => !tag.weak && tag.opaque === current);
-};
 
 /**
  * The request's If-Match as a check to run inside the write's transaction, after the row is locked: `currentTag`
@@ -62,7 +59,7 @@ export function ifMatchPrecondition(request: FastifyRequest, currentTag: (trx: E
   const header = request.headers['if-match'];
   if (header === undefined || parseEntityTags(header) === ANY) return undefined;
   return async (trx) => {
-    if (!matchHolds(header, await currentTag(trx))) throw preconditionFailed();
+    if (!names(header, await currentTag(trx), 'strong')) throw preconditionFailed();
   };
 }
 
@@ -132,7 +129,7 @@ export function installConditionalGet(app: FastifyInstance, config: CachingConfi
     }
     const noneMatch = request.headers['if-none-match'];
     // RFC 9110 13.2.2: If-Modified-Since counts only when there is no If-None-Match.
-    const unchanged = noneMatch === undefined ? notModifiedSince(request, reply) : noneMatchFails(noneMatch, String(etag));
+    const unchanged = noneMatch === undefined ? notModifiedSince(request, reply) : names(noneMatch, String(etag), 'weak');
     if (!unchanged) return payload;
     reply.code(304);
     reply.removeHeader('content-type');
