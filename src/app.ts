@@ -20,6 +20,7 @@ import { usersRoutes } from './modules/users/routes.js';
 import { createTokenService, type TokenService } from './modules/users/tokens.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
 import { installDeliveryWorker } from './modules/webhooks/worker.js';
+import { installConditionalGet } from './plugins/conditional-get.js';
 import { frameworkErrors, installErrorHandling } from './plugins/errors.js';
 import { installHealthRoutes } from './plugins/health.js';
 import { installIdempotency } from './plugins/idempotency.js';
@@ -102,6 +103,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // First of the onRequest hooks: ids and timings cover the answers that later hooks cut short.
   installRequestIdHeader(app);
   installShutdownDraining(app);
+  // Before any route is added (metrics and the probes come next): it hooks every GET route as it is declared.
+  installConditionalGet(app, config.caching);
   const metrics = installMetrics(app, database, installEventDispatcher(app, database));
   installValidation(app);
   installErrorHandling(app);
@@ -109,9 +112,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(cors, {
     origin: config.corsOrigins,
     methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Requested-With', 'X-Request-Id', 'Idempotency-Key'],
-    // Past a limit, a browser client needs Retry-After to know when to come back; CORS hides it unless listed.
-    exposedHeaders: ['Allow', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'X-Requested-With',
+      'X-Request-Id',
+      'Idempotency-Key',
+      'If-Match',
+      'If-None-Match',
+      'If-Modified-Since',
+    ],
+    // Past a limit, a browser client needs Retry-After to know when to come back; CORS hides it unless listed. A
+    // frontend needs the ETag to send If-Match.
+    exposedHeaders: ['Allow', 'ETag', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
     maxAge: 86400,
     // A bare OPTIONS (no Origin) is not a preflight; answer it plainly instead of with a framework error body.
     strictPreflight: false,

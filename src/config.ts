@@ -53,6 +53,7 @@ export interface Config {
   webhooks: WebhookConfig;
   events: EventStreamConfig;
   feeds: FeedConfig;
+  caching: CachingConfig;
 }
 
 /** What the feeds need to link outside themselves. */
@@ -66,6 +67,12 @@ export interface FeedConfig {
   tagPath: string;
   /** This server's public address without a trailing slash; `null` to take it from each request. */
   publicUrl: string | null;
+}
+
+/** What Cache-Control lets shared caches do with anonymous answers, in seconds. */
+export interface CachingConfig {
+  sharedMaxAgeSeconds: number;
+  staleWhileRevalidateSeconds: number;
 }
 
 /** How long the outbox and read notifications are kept, in milliseconds. */
@@ -366,6 +373,10 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       profilePath: settings.FRONTEND_PROFILE_PATH,
       tagPath: settings.FRONTEND_TAG_PATH,
       publicUrl: settings.PUBLIC_URL === undefined ? null : withoutTrailingSlash(settings.PUBLIC_URL),
+    },
+    caching: {
+      sharedMaxAgeSeconds: settings.SHARED_CACHE_MAX_AGE,
+      staleWhileRevalidateSeconds: settings.SHARED_CACHE_STALE_WHILE_REVALIDATE,
     },
   };
   // Generated only once everything else is valid: a rejected configuration leaves no file behind.

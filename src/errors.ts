@@ -27,3 +27,5 @@ export const notFound = (resource: Resource) => new HttpError(404, { [resource]:
 export const forbidden = (resource: Resource) => new HttpError(403, { [resource]: ['forbidden'] });
 /** Any limit on how much one client may do; the caller sets `Retry-After`. */
 export const rateLimited = () => new HttpError(429, { rate: ['limit exceeded'] });
+/** The client's copy (If-Match) is not the current version: nothing was written. */
+export const preconditionFailed = () => new HttpError(412, { 'If-Match': ['does not match the current version'] });

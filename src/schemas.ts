@@ -45,3 +45,14 @@ export const toIso = (epochMs: number) => new Date(epochMs).toISOString();
 /** Declares the error statuses a route can answer with, all sharing the contract's error body. */
 export const errorResponses = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((status) => [status, ErrorBody])) as Record<number, typeof ErrorBody>;
+
+/** The writes that take If-Match answer 412 instead of overwriting a version their client has not seen. */
+export const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      description:
+        'The ETag of the copy the change is based on (from a GET, or the last PUT): when it is no longer the current ' +
+        'version the answer is 412 and nothing is written. `*` only asks that it exists.',
+    }),
+  ),
+});

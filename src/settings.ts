@@ -51,6 +51,16 @@ const pathTemplate = (fallback: string, name: string, what: string) =>
     description: `${what}, after \`FRONTEND_URL\`; \`{${name}}\` stands for the URL-encoded ${name}`,
   });
 
+/** Whole seconds, 0 included, for values that go into a header as they are (Cache-Control). */
+const seconds = (fallback: number, description: string) =>
+  Type.Integer({
+    default: fallback,
+    minimum: 0,
+    maximum: 31_536_000,
+    errorMessage: 'must be a whole number of seconds, at most a year',
+    description,
+  });
+
 const isPostgresUrl = (value: string) => /^postgres(ql)?:\/\//.test(value) && URL.canParse(value);
 
 /** Formats the schema names whose check is more than a pattern; registered with the validator by name. */
@@ -121,6 +131,16 @@ export const SETTINGS = Type.Object(
         default: ['*'],
         description: 'comma-separated origins allowed to call the API from a browser, e.g. `https://app.example.com`; `*` allows any',
       },
+    ),
+    SHARED_CACHE_MAX_AGE: seconds(
+      5,
+      'seconds a shared cache (CDN, proxy) may serve an anonymous GET answer without asking again (`s-maxage`); answers ' +
+        'to a signed-in request are `private` whatever this says. `0`: shared caches revalidate every time',
+    ),
+    SHARED_CACHE_STALE_WHILE_REVALIDATE: seconds(
+      30,
+      'seconds past `SHARED_CACHE_MAX_AGE` a cache may still serve an anonymous answer while it revalidates it in the ' +
+        'background (`stale-while-revalidate`): how stale an anonymous reader behind a cache can see the site',
     ),
     WORKERS: positive(1, 'server processes sharing the port (node:cluster), same as `conduit serve --workers N`'),
     TRUST_PROXY: Type.Optional(

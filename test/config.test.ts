@@ -81,6 +81,7 @@ describe('loadConfig', () => {
         tagPath: '/?tag={tag}',
         publicUrl: null,
       },
+      caching: { sharedMaxAgeSeconds: 5, staleWhileRevalidateSeconds: 30 },
     });
   });
 

@@ -82,12 +82,17 @@ function schemaDifferences(theirs: Node, ours: Node, specRoot: Node, ourRoot: No
 
 const jsonSchemaOf = (holder: Node | undefined, root: Node): Node | undefined => deref(holder, root)?.content?.['application/json']?.schema;
 
+/** HTTP's conditional request headers, which our document adds to the spec's operations (conditional-get.ts). */
+const CONDITIONAL_HEADERS = new Set(['header:if-none-match', 'header:if-modified-since', 'header:if-match']);
+
 /** `in:name` for each parameter, so a query `limit` and a path `limit` are not confused. */
 const parameterKeys = (operation: Node, root: Node) =>
-  (operation.parameters ?? []).map((parameter: Node) => {
-    const resolved = deref(parameter, root) ?? {};
-    return `${resolved.in}:${resolved.name}`;
-  });
+  (operation.parameters ?? [])
+    .map((parameter: Node) => {
+      const resolved = deref(parameter, root) ?? {};
+      return `${resolved.in}:${resolved.name}`;
+    })
+    .filter((key: string) => !CONDITIONAL_HEADERS.has(key));
 
 /**
  * What this server adds to the spec's own operations, none of it needed by a client written for the spec: optional
@@ -179,7 +184,7 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /users': [...WITH_BODY, 409],
   'POST /users/login': [...WITH_BODY, 401, 409],
   'GET /user': [...ANY, 401],
-  'PUT /user': [...WITH_BODY, 401, 409],
+  'PUT /user': [...WITH_BODY, 401, 409, 412],
   'GET /profiles/{username}': [...ANY, 401, 404, 422],
   'POST /profiles/{username}/follow': [...WITH_BODY, 401, 404, 409],
   'DELETE /profiles/{username}/follow': [...WITH_BODY, 401, 404],
@@ -187,8 +192,8 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /articles': [...WITH_BODY, 401, 409],
   'GET /articles/feed': [...ANY, 401, 422],
   'GET /articles/{slug}': [...ANY, 401, 404, 422],
-  'PUT /articles/{slug}': [...WITH_BODY, 401, 403, 404],
-  'DELETE /articles/{slug}': [...WITH_BODY, 401, 403, 404],
+  'PUT /articles/{slug}': [...WITH_BODY, 401, 403, 404, 412],
+  'DELETE /articles/{slug}': [...WITH_BODY, 401, 403, 404, 412],
   'POST /articles/{slug}/favorite': [...WITH_BODY, 401, 404, 409],
   'DELETE /articles/{slug}/favorite': [...WITH_BODY, 401, 404],
   'GET /articles/{slug}/comments': [...ANY, 401, 404, 422],
@@ -309,7 +314,7 @@ describe('OpenAPI document', () => {
     const operations = operationsOf(doc);
     expect(operations.map(([where]) => where).sort()).toEqual(Object.keys(ERROR_STATUSES).sort());
     for (const [where, operation] of operations) {
-      const errors = Object.keys(operation.responses).filter((status) => !status.startsWith('2'));
+      const errors = Object.keys(operation.responses).filter((status) => Number(status) >= 400);
       const numerically = (a: number, b: number) => a - b;
       expect(errors.map(Number).sort(numerically), where).toEqual([...ERROR_STATUSES[where]!].sort(numerically));
       for (const status of errors) {
@@ -317,6 +322,30 @@ describe('OpenAPI document', () => {
         expect(jsonSchemaOf(operation.responses[status], doc), `${where} ${status}`).toMatchObject(ERROR_BODY);
       }
     }
+  });
+
+  it('documents conditional GET on every read but the event stream, and If-Match on the writes that take it', () => {
+    for (const [where, operation] of operationsOf(doc)) {
+      const headers = (operation.parameters ?? [])
+        .filter((parameter: Node) => parameter.in === 'header')
+        .map((parameter: Node) => parameter.name);
+      if (where.startsWith('GET ') && where !== 'GET /events') {
+        expect(Object.keys(operation.responses['200'].headers), where).toEqual(expect.arrayContaining(['ETag', 'Cache-Control']));
+        expect(operation.responses['304'], where).toMatchObject({ headers: { ETag: expect.any(Object) } });
+        expect(operation.responses['304'].content, where).toBeUndefined();
+        expect(headers, where).toContain('if-none-match');
+      } else {
+        expect(operation.responses['304'], where).toBeUndefined();
+      }
+      expect(headers.includes('if-modified-since'), where).toBe(where === 'GET /profiles/{username}');
+      const takesIfMatch = ['PUT /articles/{slug}', 'DELETE /articles/{slug}', 'PUT /user'].includes(where);
+      expect(headers.includes('if-match'), where).toBe(takesIfMatch);
+      expect(operation.responses['412'] !== undefined, where).toBe(takesIfMatch);
+    }
+    expect(doc.paths['/profiles/{username}'].get.responses['200'].headers['Last-Modified']).toBeDefined();
+    expect(doc.paths['/articles/{slug}'].put.responses['200'].headers.ETag).toBeDefined();
+    expect(doc.paths['/tags'].get.responses['200'].headers.Vary).toBeUndefined();
+    expect(doc.paths['/articles'].get.responses['200'].headers.Vary).toBeDefined();
   });
 
   it('the comparison catches a missing route, field, requirement or security', () => {

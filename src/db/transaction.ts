@@ -19,3 +19,6 @@ export async function inTransaction<T>(db: Executor, work: (trx: Executor) => Pr
     }
   }
 }
+
+/** A check a write runs first inside its transaction, once the rows it judges are locked; it throws to write nothing. */
+export type Precondition = (trx: Executor) => Promise<void>;

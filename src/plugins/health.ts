@@ -26,8 +26,11 @@ export function installHealthRoutes(app: FastifyInstance, database: DatabaseHand
   // rather than one per probe; a timed-out attempt is not shared further, so the next probe can see a recovery.
   let pending: Promise<void> | null = null;
   // Probes run every few seconds on every instance: kept out of the request metrics and the limits, and logged only
-  // when they fail.
-  const probeRoute = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true, exemptFromLimits: true } };
+  // when they fail. A cached "ok" would hide an outage: never stored.
+  const probeRoute = {
+    logLevel: machineRouteLogLevel(app.log.level),
+    config: { disableMetrics: true, exemptFromLimits: true, cacheable: false },
+  };
 
   app.get(LIVENESS_PATH, probeRoute, async () => ({ status: 'ok' }));
 

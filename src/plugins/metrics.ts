@@ -98,8 +98,11 @@ export function installMetrics(app: FastifyInstance, database: DatabaseHandle, s
     },
   });
 
-  // Scrapes matter most while the instance is busy: never rate-limited or shed.
-  const route = { logLevel: machineRouteLogLevel(app.log.level), config: { disableMetrics: true, exemptFromLimits: true } };
+  // Scrapes matter most while the instance is busy: never rate-limited or shed, and never answered from a cache.
+  const route = {
+    logLevel: machineRouteLogLevel(app.log.level),
+    config: { disableMetrics: true, exemptFromLimits: true, cacheable: false },
+  };
   app.get('/metrics', route, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   return registry;
 }

@@ -62,6 +62,60 @@ function sharedErrorStatuses(route: RouteOptions, schema: FastifySchema): number
   return [...statuses];
 }
 
+type SchemaObject = Record<string, unknown>;
+
+const ETAG = {
+  type: 'string',
+  description: 'A strong validator of this answer: send it back in If-None-Match (or in If-Match to change it)',
+};
+const CACHE_CONTROL = {
+  type: 'string',
+  description:
+    '`private, no-cache` when the answer depends on the token; otherwise shared caches may keep it (`s-maxage`, ' +
+    '`stale-while-revalidate`) and clients revalidate',
+};
+const VARY = { type: 'string', description: 'Includes `Authorization`: the answer differs with the token' };
+
+/**
+ * What conditional-get.ts adds to every GET answered with a document (JSON, or a feed's XML): the headers of a 200, the 304, If-None-Match, and
+ * If-Modified-Since where the route documents a Last-Modified. The writes that take If-Match document their 412
+ * themselves and get the ETag of the new version here.
+ */
+function withConditionalParts(route: RouteOptions, schema: FastifySchema): FastifySchema {
+  const responses = schema.response as Record<string, SchemaObject> | undefined;
+  const ok = responses?.[200];
+  // A stream (the event stream) is never complete, so it has no ETag to compare.
+  if (ok === undefined || 'text/event-stream' in ((ok.content as SchemaObject | undefined) ?? {})) return schema;
+  const requestHeaders = (schema.headers ?? { type: 'object', properties: {} }) as SchemaObject & { properties: SchemaObject };
+  const okHeaders = (ok.headers ?? {}) as SchemaObject;
+  if ('if-match' in requestHeaders.properties) {
+    return { ...schema, response: { ...responses, 200: { ...ok, headers: { ...okHeaders, ETag: ETAG } } } };
+  }
+  if (![route.method].flat().includes('GET') || route.config?.cacheable === false) return schema;
+  const validators = { ETag: ETAG, 'Cache-Control': CACHE_CONTROL, ...(route.config?.auth !== undefined && { Vary: VARY }) };
+  const conditions: SchemaObject = {
+    'if-none-match': {
+      type: 'string',
+      description: 'ETags of the copies the client has (or `*`): when one is current, the answer is 304 without a body',
+    },
+    ...('Last-Modified' in okHeaders && {
+      'if-modified-since': {
+        type: 'string',
+        description: 'Without If-None-Match: 304 when nothing changed since this date (the Last-Modified of the copy)',
+      },
+    }),
+  };
+  return {
+    ...schema,
+    headers: { ...requestHeaders, properties: { ...requestHeaders.properties, ...conditions } },
+    response: {
+      ...responses,
+      200: { ...ok, headers: { ...okHeaders, ...validators } },
+      304: { type: 'null', description: 'The copy the client has is current', headers: validators },
+    },
+  };
+}
+
 /**
  * Error responses share one body schema and so one description; the reason phrase says which case each
  * status is, where the schema's own description would repeat the same sentence on every line.
@@ -124,11 +178,12 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     // Security follows from each route's `config.auth`, the same setting the auth hook enforces.
     transform: ({ schema, url, route }) => {
       const auth = route.config?.auth;
-      const response = { ...errorResponses(...sharedErrorStatuses(route, schema)), ...(schema.response as object) };
+      const conditional = withConditionalParts(route, schema);
+      const response = { ...errorResponses(...sharedErrorStatuses(route, schema)), ...(conditional.response as object) };
       return {
         url,
         schema: {
-          ...schema,
+          ...conditional,
           security: auth === undefined ? PUBLIC : SECURITY[auth],
           response: describeResponses(response),
         },

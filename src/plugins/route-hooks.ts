@@ -3,3 +3,9 @@ export function withHookAfter<Hook>(hooks: Hook | Hook[] | undefined, hook: Hook
   if (hooks === undefined) return [hook];
   return Array.isArray(hooks) ? [...hooks, hook] : [hooks, hook];
 }
+
+/** A route's hooks of one kind with `hook` run before them. */
+export function withHookFirst<Hook>(hooks: Hook | Hook[] | undefined, hook: Hook): Hook[] {
+  if (hooks === undefined) return [hook];
+  return Array.isArray(hooks) ? [hook, ...hooks] : [hook, hooks];
+}

@@ -1,8 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import type { Executor } from '../../db/index.js';
 import { forbidden, notFound, unprocessable } from '../../errors.js';
-import { errorResponses } from '../../schemas.js';
+import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js';
+import { errorResponses, IfMatchHeaders } from '../../schemas.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { listArticles, type Page } from './list.js';
 import {
@@ -24,6 +26,9 @@ function pageOf(page: Page): Page {
   return page;
 }
 
+/** Fastify's serialiser API is typed for plain JSON Schema objects; a TypeBox schema is one. */
+const ARTICLE_SCHEMA = ArticleResponse as unknown as Record<string, unknown>;
+
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
   const articleView = async (db: Executor, where: { slug: string } | { id: number }, viewer: number | null) => {
@@ -31,6 +36,13 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (answer === undefined) throw notFound('article');
     return answer;
   };
+
+  /**
+   * If-Match, judged on the ETag a GET of the article by this requester would carry now: its answer, serialised by the
+   * same schema, hashed. Existence and ownership are settled before, so 404 and 403 come first, as RFC 9110 orders them.
+   */
+  const unchangedSinceRead = (request: FastifyRequest, reply: FastifyReply, id: number, viewer: number) =>
+    ifMatchPrecondition(request, async (trx) => strongTag(reply.serializeInput(await articleView(trx, { id }, viewer), ARTICLE_SCHEMA)));
 
   /** Existence (404) before ownership (403), as the contract orders them. */
   const ownArticle = async (db: Executor, slug: string, userId: number) => {
@@ -116,14 +128,21 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'UpdateArticle',
         summary: 'Update an article (partial)',
         params: SlugParams,
+        headers: IfMatchHeaders,
         body: UpdateArticleBody,
-        response: { 200: ArticleResponse, ...errorResponses(401, 403, 404, 422) },
+        response: { 200: ArticleResponse, ...errorResponses(401, 403, 404, 412, 422) },
+      },
+      // The answer is the article as its author would GET it now: its ETag lets the next edit send If-Match at once.
+      onSend: async (_request, reply, payload) => {
+        if (reply.statusCode === 200 && typeof payload === 'string') reply.header('etag', strongTag(payload));
+        return payload;
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const me = signedIn(request).account.id;
       const article = await ownArticle(request.db, request.params.slug, me);
-      const answer = await updateArticle(request.db, article, request.body.article, Date.now());
+      const precondition = unchangedSinceRead(request, reply, article.id, me);
+      const answer = await updateArticle(request.db, article, request.body.article, Date.now(), precondition);
       if (answer === undefined) throw notFound('article');
       return answer;
     },
@@ -138,12 +157,14 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'DeleteArticle',
         summary: 'Delete an article with its comments and favorites',
         params: SlugParams,
-        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 422) },
+        headers: IfMatchHeaders,
+        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 412, 422) },
       },
     },
     async (request, reply) => {
-      const article = await ownArticle(request.db, request.params.slug, signedIn(request).account.id);
-      await deleteArticle(request.db, article, Date.now());
+      const me = signedIn(request).account.id;
+      const article = await ownArticle(request.db, request.params.slug, me);
+      await deleteArticle(request.db, article, Date.now(), unchangedSinceRead(request, reply, article.id, me));
       return reply.code(204).send(null);
     },
   );

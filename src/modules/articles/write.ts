@@ -1,6 +1,6 @@
 import { uniqueViolation } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
-import { inTransaction } from '../../db/transaction.js';
+import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
@@ -140,12 +140,28 @@ export function createArticle(db: Executor, author: Actor, article: NewArticle, 
   });
 }
 
-/** Applies a partial update and answers the article as its author sees it; undefined when it vanished meanwhile. */
-export async function updateArticle(db: Executor, article: ArticleRef, changes: ArticleChanges, now: number) {
+/**
+ * On PostgreSQL, locks the article row for the rest of the transaction, so that a precondition judged on what is
+ * read next still holds at commit (a favorite locks the row too, so its count cannot move meanwhile); SQLite's
+ * write transaction already keeps every other writer out.
+ */
+async function lockArticle(trx: Executor, id: number): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await trx.selectFrom('articles').select('id').where('id', '=', id).forUpdate().execute();
+}
+
+/**
+ * Applies a partial update and answers the article as its author sees it; undefined when it vanished meanwhile.
+ * `precondition` (If-Match) runs first in the same transaction, so that nothing is written when it fails.
+ */
+export async function updateArticle(db: Executor, article: ArticleRef, changes: ArticleChanges, now: number, precondition?: Precondition) {
   // updatedAt must move on every update, even two within one millisecond.
   const updatedAt = Math.max(now, article.updated_at + 1);
   const titleChanged = changes.title !== undefined && slugify(changes.title) !== slugify(article.title);
   const write = async (trx: Executor, slug?: string) => {
+    if (precondition !== undefined) {
+      await lockArticle(trx, article.id);
+      await precondition(trx);
+    }
     const result = await trx
       .updateTable('articles')
       .set({
@@ -189,12 +205,14 @@ async function replaceTags(trx: Executor, article: ArticleRef, names: string[]):
  * Comments, favorites and tag links go by cascade, and the triggers on them move every count over them. On
  * PostgreSQL the article row, its tags, and the users whose counts the cascade moves (the author and everyone who
  * favorited it, in id order) are locked first, in the order every other write takes them: two deletes whose
- * authors favorited each other's articles would otherwise lock those two users in opposite orders.
+ * authors favorited each other's articles would otherwise lock those two users in opposite orders. `precondition`
+ * (If-Match) runs once the article row is locked.
  */
-export function deleteArticle(db: Executor, article: ArticleRef, now: number): Promise<void> {
+export function deleteArticle(db: Executor, article: ArticleRef, now: number, precondition?: Precondition): Promise<void> {
   return inTransaction(db, async (trx) => {
+    await lockArticle(trx, article.id);
+    await precondition?.(trx);
     if (dialectOf(trx) === 'postgres') {
-      await trx.selectFrom('articles').select('id').where('id', '=', article.id).forUpdate().execute();
       const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
       await lockTags(
         trx,

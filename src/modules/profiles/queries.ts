@@ -10,6 +10,8 @@ export interface ProfileRow {
   bio: string | null;
   image: string | null;
   following: number | boolean;
+  /** Moves with every change of the name, bio or image. */
+  updated_at: number;
 }
 
 /**
@@ -36,7 +38,14 @@ export function toProfile(row: { username: string; bio: string | null; image: st
 export function findProfile(db: Executor, username: string, viewerId: number | null): Promise<ProfileRow | undefined> {
   return db
     .selectFrom('users')
-    .select((eb) => ['users.id', 'users.username', 'users.bio', 'users.image', followedByViewer(eb, viewerId).as('following')])
+    .select((eb) => [
+      'users.id',
+      'users.username',
+      'users.bio',
+      'users.image',
+      'users.updated_at',
+      followedByViewer(eb, viewerId).as('following'),
+    ])
     .where('users.username_key', '=', identityKey(username))
     .executeTakeFirst();
 }

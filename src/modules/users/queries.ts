@@ -1,5 +1,5 @@
-import type { Executor } from '../../db/index.js';
-import { inTransaction } from '../../db/transaction.js';
+import { dialectOf, type Executor } from '../../db/index.js';
+import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { identityKey, usernameSkeleton } from '../../identity.js';
 import { appendEvent } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
@@ -79,13 +79,28 @@ export interface AccountChanges {
   password?: { hash: string; keptSession: string };
 }
 
-export function updateAccount(db: Executor, id: number, changes: AccountChanges, now: number): Promise<Account> {
+/**
+ * `precondition` (If-Match) runs first in the same transaction, with the row locked on PostgreSQL (SQLite's write
+ * transaction keeps every other writer out), so that nothing is written when it fails and nothing changes between
+ * the check and the write.
+ */
+export function updateAccount(
+  db: Executor,
+  id: number,
+  changes: AccountChanges,
+  now: number,
+  precondition?: Precondition,
+): Promise<Account> {
   const { username } = changes;
   return withAccountEvent(
     db,
     'user.updated',
-    (trx) =>
-      trx
+    async (trx) => {
+      if (precondition !== undefined) {
+        if (dialectOf(trx) === 'postgres') await trx.selectFrom('users').select('id').where('id', '=', id).forUpdate().execute();
+        await precondition(trx);
+      }
+      return trx
         .updateTable('users')
         .set((eb) => ({
           updated_at: now,
@@ -105,7 +120,8 @@ export function updateAccount(db: Executor, id: number, changes: AccountChanges,
         }))
         .where('id', '=', id)
         .returning(ACCOUNT_COLUMNS)
-        .executeTakeFirstOrThrow(),
+        .executeTakeFirstOrThrow();
+    },
     now,
   );
 }

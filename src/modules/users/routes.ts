@@ -2,9 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { decodeJwt } from 'jose';
 import { uniqueViolation } from '../../db/constraints.js';
 import type { Executor } from '../../db/index.js';
-import { alreadyTaken, invalidCredentials } from '../../errors.js';
+import { alreadyTaken, invalidCredentials, unauthorized } from '../../errors.js';
+import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js';
 import type { SecretFreeReplay } from '../../plugins/idempotency.js';
-import { errorResponses } from '../../schemas.js';
+import { errorResponses, IfMatchHeaders } from '../../schemas.js';
 import { findProfile } from '../profiles/queries.js';
 import { signedIn } from './auth.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -15,6 +16,14 @@ import { canonicalUsername } from './username.js';
 const toUser = (account: Account, token: string) => ({
   user: { email: account.email, token, username: account.username, bio: account.bio, image: account.image },
 });
+
+/**
+ * The ETag of GET /user: the account as the answer shows it, without the token. The token is the request's own
+ * credential handed back, different on every device and session; hashed in, two devices would never share a tag,
+ * and a device that signed in again could not send If-Match with the copy it had. Vary: Authorization keeps caches
+ * from handing one session's copy to another.
+ */
+const accountTag = (account: Account) => strongTag(JSON.stringify([account.email, account.username, account.bio, account.image]));
 
 /** `""` clears a profile field, like `null`. */
 const emptyToNull = (value: string | null | undefined) => (value === '' ? null : value);
@@ -116,8 +125,9 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: UserResponse, ...errorResponses(401) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { account, token } = signedIn(request);
+      reply.header('etag', accountTag(account));
       return toUser(account, token);
     },
   );
@@ -130,11 +140,12 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['users'],
         operationId: 'UpdateCurrentUser',
         summary: 'Update current user',
+        headers: IfMatchHeaders,
         body: UpdateUserBody,
-        response: { 200: UserResponse, ...errorResponses(401, 409, 422) },
+        response: { 200: UserResponse, ...errorResponses(401, 409, 412, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { account, token, sessionId } = signedIn(request);
       const { email, password, bio, image } = request.body.user;
       const username = request.body.user.username === undefined ? undefined : canonicalUsername(request.body.user.username);
@@ -142,7 +153,16 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (password !== undefined) {
         changes.password = { hash: await hashPassword(password), keptSession: sessionId };
       }
-      const updated = await namingTakenUsername(request.db, username, () => updateAccount(request.db, account.id, changes, Date.now()));
+      const precondition = ifMatchPrecondition(request, async (trx) => {
+        const current = await findSignedInAccount(trx, account.id);
+        if (current === undefined) throw unauthorized('is invalid');
+        return accountTag(current);
+      });
+      const updated = await namingTakenUsername(request.db, username, () =>
+        updateAccount(request.db, account.id, changes, Date.now(), precondition),
+      );
+      // The new version's tag, so that the next edit can send If-Match without reading the account first.
+      reply.header('etag', accountTag(updated));
       // After a password change every token is re-issued under the new version; the old one is kept only for
       // the session that made the change, so the client may keep using it while it switches over.
       return toUser(updated, password === undefined ? token : await app.tokens.issue(updated));
