@@ -12,17 +12,18 @@ interface Hit {
 
 describe('search syntax', () => {
   it('reads words, phrases, exclusions and a prefix for the word being typed', () => {
-    expect(parseSearch('Red "quick fox" -slow node.js')).toEqual({
+    expect(parseSearch('Red "quick fox" -slow node.jsx')).toEqual({
       clauses: [
         { words: ['red'], prefix: false, negated: false },
         { words: ['quick', 'fox'], prefix: false, negated: false },
         { words: ['slow'], prefix: false, negated: true },
-        { words: ['node', 'js'], prefix: true, negated: false },
+        { words: ['node', 'jsx'], prefix: true, negated: false },
       ],
     });
     expect(parseSearch('typing ').clauses.at(-1)!.prefix).toBe(false);
     expect(parseSearch('"closed phrase"').clauses.at(-1)!.prefix).toBe(false);
-    expect(parseSearch('x').clauses.at(-1)!.prefix).toBe(false);
+    expect(parseSearch('go').clauses.at(-1)!.prefix).toBe(false);
+    expect(parseSearch('gol').clauses.at(-1)!.prefix).toBe(true);
   });
 
   it('refuses a search with nothing to find or too many words', () => {
@@ -32,7 +33,7 @@ describe('search syntax', () => {
     expect(() => parseSearch(Array.from({ length: SEARCH_WORDS_MAX + 1 }, (_, i) => `w${i}`).join(' '))).toThrow(/at most/);
   });
 
-  it('snips where the words are densest, escaped, with the matches marked', () => {
+  it('snips around the first match, escaped, with the matches marked', () => {
     const text = `Intro ${'filler '.repeat(40)}the quick Fox jumps over the lazy dog ${'more '.repeat(40)}`;
     const html = snippetHtml(text, parseSearch('fox jum'));
     expect(html).toMatch(/^… filler filler the quick <mark>Fox<\/mark> <mark>jumps<\/mark> over /);

@@ -2,7 +2,7 @@ import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
-import { fts5Query, parseSearch, SEARCH_CANDIDATES, type Search, SNIPPET_SCAN, snippetHtml, tsQuery } from './search.js';
+import { BM25_MATCHES_MAX, fts5Phrases, fts5Query, parseSearch, SEARCH_CANDIDATES, type Search, SNIPPET_SCAN, snippetHtml, tsQuery } from './search.js';
 import { toSummary, withArticleView } from './view.js';
 
 export interface ArticleFilters {
@@ -207,7 +207,13 @@ export async function listArticles(db: Executor, filters: ArticleFilters, page: 
  * relevance (higher is better). The index yields matches newest first, so a word found in every article costs
  * SEARCH_CANDIDATES rows, not a million; only those are ranked.
  */
-function searchCandidates(db: Executor, filters: ArticleFilters, search: Search, horizon: number | undefined): RawBuilder<unknown> {
+function searchCandidates(
+  db: Executor,
+  filters: ArticleFilters,
+  search: Search,
+  horizon: number | undefined,
+  bm25: boolean,
+): RawBuilder<unknown> {
   const postgres = dialectOf(db) === 'postgres';
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
   const narrowing = [
@@ -219,8 +225,9 @@ function searchCandidates(db: Executor, filters: ArticleFilters, search: Search,
   const conditions = sql.join(narrowing, sql` `);
   if (!postgres) {
     // bm25() is negative, lower for better matches; its weights follow the index's columns (title, description,
-    // body, tags). FTS5 computes it for the rows returned only.
-    return sql`select rowid as id, -bm25(article_search, 10.0, 3.0, 1.0, 5.0) as relevance
+    // body, tags). Without it every candidate ranks alike, newest first.
+    const relevance = bm25 ? sql`-bm25(article_search, 10.0, 3.0, 1.0, 5.0)` : sql`0`;
+    return sql`select rowid as id, ${relevance} as relevance
       from article_search where article_search match ${fts5Query(search)} ${conditions}
       order by rowid desc limit ${SEARCH_CANDIDATES}`;
   }
@@ -251,7 +258,8 @@ async function searchArticles(
   viewerId: number | null,
 ): Promise<ListAnswer> {
   const cursor: RelevanceCursor | undefined = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'relevance');
-  const candidates = searchCandidates(db, filters, search, cursor?.horizon);
+  const bm25 = dialectOf(db) === 'sqlite' && (await fewMatchesEach(db, search, cursor?.horizon));
+  const candidates = searchCandidates(db, filters, search, cursor?.horizon, bm25);
   const position = cursor?.position ?? page.offset;
   const { rows } = await sql<RankedRow>`
     select id, matches, horizon from (
@@ -271,6 +279,21 @@ async function searchArticles(
     articlesCount: Number(matches),
     nextCursor: rows.length > page.limit ? encodeListCursor({ kind: 'relevance', position: position + page.limit, horizon }) : null,
   };
+}
+
+/**
+ * Whether every clause of the search, alone, is in at most BM25_MATCHES_MAX articles (up to the horizon, so that
+ * the pages of one search rank alike): only then is bm25() cheap enough. One statement, each count stopping at the
+ * bound.
+ */
+async function fewMatchesEach(db: Executor, search: Search, horizon: number | undefined): Promise<boolean> {
+  const upTo = horizon === undefined ? sql`` : sql`and rowid <= ${horizon}`;
+  const counts = fts5Phrases(search).map(
+    (phrase) => sql`select count(*) as matches from (
+      select 1 from article_search where article_search match ${phrase} ${upTo} limit ${BM25_MATCHES_MAX + 1})`,
+  );
+  const { rows } = await sql<{ most: number }>`select max(matches) as most from (${sql.join(counts, sql` union all `)})`.execute(db);
+  return Number(rows[0]!.most) <= BM25_MATCHES_MAX;
 }
 
 async function countCandidates(db: Executor, candidates: RawBuilder<unknown>) {
