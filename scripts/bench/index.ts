@@ -10,7 +10,7 @@ import { type LockSampler, openLockSampler } from './locks.js';
 import { type MeasureSettings, measureScenario } from './measure.js';
 import { Progress } from './progress.js';
 import { type DatabaseRun, describeMachine, formatRun, type ScenarioResult, writeResults } from './report.js';
-import { buildScenario, isTwoInstance, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
+import { articleTags, buildScenario, isTwoInstance, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
 import { SCALES, type ScaleName } from './seed-data.js';
 import { BENCH_OWNED_ENV, type RunningServer, type ServerOptions, shownEnv, startServer } from './server.js';
 
@@ -258,6 +258,7 @@ async function main(): Promise<number> {
             const sessions = {
               few: await logIn(server.base, targets.sessionEmails),
               viewers: await logIn(server.base, targets.viewerEmails),
+              articleTags: await articleTags(server.base, targets),
             };
             const context = {
               server,

@@ -8,6 +8,8 @@ export interface RequestSpec {
   path: string;
   token?: string;
   body?: unknown;
+  /** The ETag of the copy the client holds: the answer is a 304 while it is current. */
+  ifNoneMatch?: string;
 }
 
 /** The next request to send; each call may give a different one (rotation, unique titles). */
@@ -38,10 +40,16 @@ const REQUEST_TIMEOUT_SECONDS = 10;
 function encode(spec: RequestSpec): { headers: Record<string, string>; body?: string } {
   const headers: Record<string, string> = {};
   if (spec.token !== undefined) headers.authorization = `Token ${spec.token}`;
+  if (spec.ifNoneMatch !== undefined) headers['if-none-match'] = spec.ifNoneMatch;
   if (spec.body === undefined) return { headers };
   headers['content-type'] = 'application/json';
   return { headers, body: JSON.stringify(spec.body) };
 }
+
+/** Answers that are not what the request asked for: a 304 to a revalidation is as good as a 200. */
+export const isAnswered = (status: number) => (status >= 200 && status < 300) || status === 304;
+const unanswered = (statusCodes: Record<string, number>) =>
+  Object.entries(statusCodes).reduce((sum, [code, count]) => (isAnswered(Number(code)) ? sum : sum + count), 0);
 
 const percentile = (sorted: number[], share: number) => sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? 0;
 
@@ -87,7 +95,7 @@ async function runPaced(bases: readonly string[], next: RequestSource, seconds: 
   await Promise.all(inFlight);
   const elapsed = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  const non2xx = Object.entries(statusCodes).reduce((sum, [code, count]) => (code.startsWith('2') ? sum : sum + count), 0);
+  const non2xx = unanswered(statusCodes);
   const errors = Object.values(errorCodes).reduce((sum, count) => sum + count, 0);
   return {
     requestsPerSecond: latencies.length / elapsed,
@@ -139,15 +147,16 @@ export async function runLoad(base: string | readonly string[], next: RequestSou
       errorCodes[code] = (errorCodes[code] ?? 0) + 1;
     });
   });
+  const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, { count }]) => [code, count]));
   return {
     requestsPerSecond: result.requests.average,
     latencyMs: { p50: result.latency.p50, p99: result.latency.p99, average: result.latency.average, max: result.latency.max },
     requests: result.requests.total,
-    non2xx: result.non2xx,
+    non2xx: unanswered(statusCodes),
     errors: result.errors,
     timeouts: result.timeouts,
     errorCodes,
-    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, { count }]) => [code, count])),
+    statusCodes,
     seconds: result.duration,
   };
 }
@@ -157,6 +166,7 @@ export interface Answer {
   status: number;
   body: string;
   bytes: number;
+  etag: string | null;
 }
 
 /** One request outside any measurement: to size the ceiling's answers and to show what a failing request gets. */
@@ -169,5 +179,5 @@ export async function send(base: string, spec: RequestSpec): Promise<Answer> {
     });
   });
   const bytes = Buffer.from(await response.arrayBuffer());
-  return { spec, status: response.status, body: bytes.toString('utf8'), bytes: bytes.length };
+  return { spec, status: response.status, body: bytes.toString('utf8'), bytes: bytes.length, etag: response.headers.get('etag') };
 }

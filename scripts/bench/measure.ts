@@ -1,7 +1,7 @@
 import type { Argon2Baseline } from './argon2-baseline.js';
 import type { Ceiling } from './ceiling.js';
 import { measureDelivery } from './delivery.js';
-import { type Answer, type LoadResult, type RequestSource, type RequestSpec, runLoad, send } from './load.js';
+import { type Answer, isAnswered, type LoadResult, type RequestSource, type RequestSpec, runLoad, send } from './load.js';
 import type { LockSampler } from './locks.js';
 import type { InstancesRun, MixedResult, ScenarioResult } from './report.js';
 import { SCENARIO_TITLES, type Scenario } from './scenarios.js';
@@ -162,10 +162,10 @@ export async function measureScenario(scenario: Scenario, context: MeasureContex
     ({ measured: bare } = await warmThenMeasure(ceiling.base, scenario.next, settings));
   }
 
-  let failure = sized.find((answer) => answer.status >= 300);
+  let failure = sized.find((answer) => !isAnswered(answer.status));
   for (let probe = 0; failure === undefined && measured.non2xx > 0 && probe < MAX_FAILURE_PROBES; probe++) {
     const answer = await send(server.base, scenario.next());
-    if (answer.status >= 300) failure = answer;
+    if (!isAnswered(answer.status)) failure = answer;
   }
 
   const result: ScenarioResult = {

@@ -17,6 +17,8 @@ export const SCENARIO_IDS = [
   'by-favorited',
   'feed',
   'article',
+  // The same article reads, sent as a client revalidating its copy (If-None-Match): 304s.
+  'article-304',
   'comments',
   'tags',
   'profile',
@@ -66,6 +68,7 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   'by-favorited': 'GET /api/articles?favorited=, rotating users',
   feed: 'GET /api/articles/feed, rotating users',
   article: 'GET /api/articles/:slug, hot and ordinary articles',
+  'article-304': 'GET /api/articles/:slug as article, with If-None-Match of the current ETag (304 Not Modified)',
   comments: 'GET /api/articles/:slug/comments, same articles',
   tags: 'GET /api/tags',
   profile: 'GET /api/profiles/:username, anonymous',
@@ -119,6 +122,19 @@ export interface Session {
 export interface Sessions {
   few: Session[];
   viewers: Session[];
+  /** The ETag of each target article as an anonymous reader gets it, for the revalidation scenario. */
+  articleTags: Map<string, string>;
+}
+
+/** What an anonymous reader's copy of each target article is tagged with, asked before anything is measured. */
+export async function articleTags(base: string, targets: Targets): Promise<Map<string, string>> {
+  const tags = new Map<string, string>();
+  for (const slug of targets.slugs) {
+    const answer = await send(base, get(articlePath(slug)));
+    if (answer.etag === null) throw new Error(`GET ${articlePath(slug)} answered ${answer.status} without an ETag`);
+    tags.set(slug, answer.etag);
+  }
+  return tags;
 }
 
 export interface Scenario {
@@ -432,6 +448,11 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
       return rotation(
         id,
         targets.slugs.map((slug) => get(articlePath(slug))),
+      );
+    case 'article-304':
+      return rotation(
+        id,
+        targets.slugs.map((slug) => ({ ...get(articlePath(slug)), ifNoneMatch: sessions.articleTags.get(slug) })),
       );
     case 'comments':
       return rotation(

@@ -1,8 +1,19 @@
 import { type RawBuilder, type SqlBool, sql } from 'kysely';
+import { asDriverError } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
-import { BM25_MATCHES_MAX, fts5Phrases, fts5Query, parseSearch, SEARCH_CANDIDATES, type Search, SNIPPET_SCAN, snippetHtml, tsQuery } from './search.js';
+import {
+  BM25_MATCHES_MAX,
+  fts5Phrases,
+  fts5Query,
+  parseSearch,
+  SEARCH_CANDIDATES,
+  type Search,
+  SNIPPET_SCAN,
+  snippetHtml,
+  tsQuery,
+} from './search.js';
 import { toSummary, withArticleView } from './view.js';
 
 export interface ArticleFilters {
@@ -30,6 +41,12 @@ export interface Page {
  * Rows after the cursor, in a newest-first order on (created_at, id): a range of the same index the order reads, so
  * page 5,000 costs what page 1 costs, and articles written meanwhile (newer) cannot shift the pages that follow.
  */
+/** Newest articles PostgreSQL searches first (newestPostgresMatches). */
+const RECENT_WINDOW = 20_000;
+/** How long PostgreSQL may look for older matches before the search ranks the newer ones it has. */
+const OLDER_MATCHES_TIMEOUT_MS = 200;
+const QUERY_CANCELED = '57014';
+
 const olderThan = (createdAt: string, id: string, cursor: TimeCursor) =>
   sql<SqlBool>`(${sql.ref(createdAt)}, ${sql.ref(id)}) < (${cursor.createdAt}, ${cursor.id})`;
 
@@ -203,17 +220,16 @@ export async function listArticles(db: Executor, filters: ArticleFilters, page: 
 }
 
 /**
- * The ids of the most recent articles matching a search and every filter, at most SEARCH_CANDIDATES, each with its
- * relevance (higher is better). The index yields matches newest first, so a word found in every article costs
- * SEARCH_CANDIDATES rows, not a million; only those are ranked.
+ * The most recent articles matching a search and every filter, at most SEARCH_CANDIDATES, each with its relevance
+ * (higher is better), as a subquery of (id, relevance). Only these are ranked, so a word found in every article costs
+ * SEARCH_CANDIDATES rows, not a million.
  */
-function searchCandidates(
+async function searchCandidates(
   db: Executor,
   filters: ArticleFilters,
   search: Search,
   horizon: number | undefined,
-  bm25: boolean,
-): RawBuilder<unknown> {
+): Promise<RawBuilder<unknown>> {
   const postgres = dialectOf(db) === 'postgres';
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
   const narrowing = [
@@ -221,23 +237,52 @@ function searchCandidates(
     filters.tag && articleIdsTagged(db, filters.tag),
     filters.favorited && articleIdsFavoritedBy(db, filters.favorited),
   ].flatMap((ids) => (ids ? [sql`and ${id} in (${ids})`] : []));
-  if (horizon !== undefined) narrowing.push(sql`and ${id} <= ${horizon}`);
-  const conditions = sql.join(narrowing, sql` `);
-  if (!postgres) {
-    // bm25() is negative, lower for better matches; its weights follow the index's columns (title, description,
-    // body, tags). Without it every candidate ranks alike, newest first.
-    const relevance = bm25 ? sql`-bm25(article_search, 10.0, 3.0, 1.0, 5.0)` : sql`0`;
-    return sql`select rowid as id, ${relevance} as relevance
-      from article_search where article_search match ${fts5Query(search)} ${conditions}
-      order by rowid desc limit ${SEARCH_CANDIDATES}`;
+  if (postgres) {
+    const ids = await newestPostgresMatches(db, search, sql.join(narrowing, sql` `), horizon);
+    // Normalization 1 divides by the log of the length, as BM25 discounts long articles.
+    return sql`select article_id as id, ts_rank_cd(document, ${tsQuery(search)}, 1)::float8 as relevance
+      from article_search where article_id = any(${ids})`;
   }
-  // Ranked outside the scan that finds them, so a plan that collects the matches through the GIN index before
-  // sorting them by id reads no document it will not rank. Normalization 1 divides by the log of the length, as
-  // BM25 discounts long articles.
-  return sql`select found.id, ts_rank_cd(search.document, ${tsQuery(search)}, 1)::float8 as relevance
-    from (select article_id as id from article_search where document @@ ${tsQuery(search)} ${conditions}
-          order by article_id desc limit ${SEARCH_CANDIDATES}) found
-    join article_search search on search.article_id = found.id`;
+  if (horizon !== undefined) narrowing.push(sql`and rowid <= ${horizon}`);
+  // FTS5 yields the matches newest first and stops at the limit. bm25() is negative, lower for better matches; its
+  // weights follow the index's columns (title, description, body, tags). Without it the candidates rank alike,
+  // newest first.
+  const relevance = (await fewMatchesEach(db, search, horizon)) ? sql`-bm25(article_search, 10.0, 3.0, 1.0, 5.0)` : sql`0`;
+  return sql`select rowid as id, ${relevance} as relevance
+    from article_search where article_search match ${fts5Query(search)} ${sql.join(narrowing, sql` `)}
+    order by rowid desc limit ${SEARCH_CANDIDATES}`;
+}
+
+/**
+ * PostgreSQL's GIN index finds matches in no useful order, so "the newest matches" is asked in two steps. First among
+ * the newest RECENT_WINDOW articles, walked newest first or through the index, as the planner likes: bounded either
+ * way, and enough for any word in more than a few percent of the articles. Only if that leaves places does the
+ * index look further back, which costs in proportion to the older matches: for words rarer than that, few. A phrase
+ * of common words that is itself rare makes PostgreSQL check every article holding all of its words; a statement
+ * timeout bounds that, and the search then ranks what the first step found.
+ */
+async function newestPostgresMatches(db: Executor, search: Search, conditions: RawBuilder<unknown>, horizon: number | undefined) {
+  const newest =
+    horizon ?? Number((await sql<{ id: number | null }>`select max(article_id) as id from article_search`.execute(db)).rows[0]?.id ?? 0);
+  const floor = newest - RECENT_WINDOW;
+  const matching = sql`document @@ ${tsQuery(search)} ${conditions}`;
+  const { rows: recent } = await sql<{ id: number }>`select article_id as id from article_search
+    where ${matching} and article_id > ${floor} and article_id <= ${newest}
+    order by article_id desc limit ${SEARCH_CANDIDATES}`.execute(db);
+  const ids = recent.map((row) => row.id);
+  if (ids.length === SEARCH_CANDIDATES || floor <= 0) return ids;
+  try {
+    const older = await db.transaction().execute(async (trx) => {
+      await sql`select set_config('statement_timeout', ${String(OLDER_MATCHES_TIMEOUT_MS)}, true)`.execute(trx);
+      // `+ 0`: not the primary key's order, so the plan goes through the GIN index instead of walking every article.
+      return sql<{ id: number }>`select article_id as id from article_search where ${matching} and article_id <= ${floor}
+        order by article_id + 0 desc limit ${SEARCH_CANDIDATES - ids.length}`.execute(trx);
+    });
+    return [...ids, ...older.rows.map((row) => row.id)];
+  } catch (error) {
+    if (asDriverError(error).code === QUERY_CANCELED) return ids;
+    throw error;
+  }
 }
 
 interface RankedRow {
@@ -258,8 +303,7 @@ async function searchArticles(
   viewerId: number | null,
 ): Promise<ListAnswer> {
   const cursor: RelevanceCursor | undefined = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'relevance');
-  const bm25 = dialectOf(db) === 'sqlite' && (await fewMatchesEach(db, search, cursor?.horizon));
-  const candidates = searchCandidates(db, filters, search, cursor?.horizon, bm25);
+  const candidates = await searchCandidates(db, filters, search, cursor?.horizon);
   const position = cursor?.position ?? page.offset;
   const { rows } = await sql<RankedRow>`
     select id, matches, horizon from (

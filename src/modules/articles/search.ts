@@ -9,7 +9,7 @@ export const SEARCH_WORDS_MAX = 12;
  * A search ranks the most recent matches, at most this many: a word in every article would otherwise rank a
  * million rows per request. Rarer words are ranked over all their matches; `articlesCount` counts these candidates.
  */
-export const SEARCH_CANDIDATES = 1000;
+export const SEARCH_CANDIDATES = 500;
 /**
  * SQLite's bm25() weighs each word by the number of articles holding it, which FTS5 counts anew for every query by
  * reading all of them: 20 ms for a word in most of a million articles, 100 ms for a phrase. A search with a clause
