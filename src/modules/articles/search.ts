@@ -110,7 +110,7 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ESCAPES[
 // Case and accents fold as the indexes fold them (for the letters both databases fold alike). Most words are ASCII,
 // which has no accents to take off: normalizing only the others makes a page's snippets five times cheaper.
 const fold = (word: string) =>
-  /[^\u0000-\u007f]/.test(word) ? word.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase() : word.toLowerCase();
+  /[^\x20-\x7e]/.test(word) ? word.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase() : word.toLowerCase();
 
 /**
  * The part of `text` around the search's first match, as HTML a frontend may insert as it is: the text escaped,
