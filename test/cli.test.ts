@@ -76,6 +76,7 @@ const MIGRATIONS = [
   '0008_route_word_slugs',
   '0009_events',
   '0010_webhook_queue',
+  '0011_article_search',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];
