@@ -39,6 +39,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     config: Config;
     db: Executor;
+    /** Where searches run: see DatabaseHandle.searcher. */
+    searcher: Executor;
     tokens: TokenService;
   }
   interface FastifyRequest {
@@ -97,6 +99,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.decorate('config', config);
   app.decorate('db', database.db);
+  app.decorate('searcher', database.searcher);
   installRequestDatabase(app, database);
   app.decorate('tokens', createTokenService(config.jwtSecret, config.jwtTtlSeconds));
 

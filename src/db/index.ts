@@ -26,6 +26,11 @@ export interface DatabaseHandle {
    * connection; on SQLite the same as `db`, whose driver already runs reads beside the writer.
    */
   writer: Executor;
+  /**
+   * For reads that can take tens of milliseconds (full-text search): on SQLite a connection in a worker thread, so
+   * they do not hold up the main thread's other requests; on PostgreSQL the same as `db`.
+   */
+  searcher: Executor;
   dialect: Dialect;
   /** Answers whether the database can run a query right now. */
   ping(): Promise<void>;

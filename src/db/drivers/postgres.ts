@@ -56,6 +56,8 @@ export function openPostgres(config: PostgresConfig, log?: DatabaseLog) {
   return {
     db,
     writer,
+    // PostgreSQL runs each query in its own server process: a slow read holds a connection, never this process.
+    searcher: db,
     async ping() {
       await readPool.query('select 1');
     },

@@ -9,7 +9,6 @@ import {
   Kysely,
   type QueryResult,
   SelectQueryNode,
-  SqliteAdapter,
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
@@ -18,6 +17,8 @@ import type { DatabaseConfig } from '../../config.js';
 import { FifoSlots } from '../../fifo-slots.js';
 import { unwritable } from '../../setting-error.js';
 import type { Database } from '../schema.js';
+import { SqliteAdapterWithOwnQueue } from './sqlite-adapter.js';
+import { openWorkerReader } from './sqlite-worker-reader.js';
 
 const STATEMENT_CACHE_SIZE = 200;
 
@@ -35,17 +36,6 @@ function statementCache(database: BetterSqlite3.Database): (sql: string) => Bett
     }
     return statement;
   };
-}
-
-/**
- * Kysely puts a lock of its own in front of a driver whose adapter says it has one connection, and that lock wakes
- * every waiter at each release (all but one go back to waiting: under a burst of 50 queued writes, a sixth of all
- * memory allocated). The driver below queues writes at the writer itself, so Kysely is told not to.
- */
-class SqliteAdapterWithOwnQueue extends SqliteAdapter {
-  override get supportsMultipleConnections(): boolean {
-    return true;
-  }
 }
 
 /**
@@ -197,14 +187,18 @@ export function openSqlite({ file, synchronous }: Extract<DatabaseConfig, { kind
     createIntrospector: (db) => new SqliteIntrospector(db),
   };
   const db = new Kysely<Database>({ dialect });
+  const searcher = openWorkerReader(file);
   return {
     db,
     writer: db,
+    searcher: searcher.db,
     async ping() {
       reader.prepare('select 1').get();
     },
     /** The writer and the statements queued for it; the reader never has a queue. */
     poolStats: () => ({ total: 1, idle: driver.turns.holders === 0 ? 1 : 0, waiting: driver.turns.queued }),
-    destroy: () => db.destroy(),
+    destroy: async () => {
+      await Promise.all([db.destroy(), searcher.close()]);
+    },
   };
 }

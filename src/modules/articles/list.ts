@@ -198,10 +198,16 @@ type ListAnswer = { articles: ReturnType<typeof toSummary>[]; articlesCount: num
 /**
  * The `{ articles, articlesCount, nextCursor }` answer as this viewer sees it, newest first, in one statement: the
  * page, and the total as a subquery the database runs once. Only a page past the end, which has no row to carry the
- * total, asks again.
+ * total, asks again. A search runs all its statements on `searcher` (DatabaseHandle.searcher).
  */
-export async function listArticles(db: Executor, filters: ArticleFilters, page: Page, viewerId: number | null): Promise<ListAnswer> {
-  if (filters.q?.trim()) return searchArticles(db, filters, parseSearch(filters.q), page, viewerId);
+export async function listArticles(
+  db: Executor,
+  filters: ArticleFilters,
+  page: Page,
+  viewerId: number | null,
+  searcher: Executor = db,
+): Promise<ListAnswer> {
+  if (filters.q?.trim()) return searchArticles(searcher, filters, parseSearch(filters.q), page, viewerId);
   const cursor = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'time');
   const total = totalMatching(db, filters);
   const rows = await withArticleView(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page, cursor)), viewerId)

@@ -65,7 +65,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { tag, author, favorited, q, ...page } = request.query;
-      return listArticles(request.db, { tag, author, favorited, q }, pageOf(page), viewerId(request));
+      return listArticles(request.db, { tag, author, favorited, q }, pageOf(page), viewerId(request), app.searcher);
     },
   );
 

@@ -1,7 +1,7 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { Defaulted, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
-import { SEARCH_TEXT_MAX } from './search.js';
+import { SEARCH_CANDIDATES, SEARCH_TEXT_MAX } from './search.js';
 
 export const TITLE_MAX = 256;
 export const DESCRIPTION_MAX = 1024;
@@ -80,7 +80,7 @@ export const ArticleResponse = Wrapped('article', Article);
 const listOf = <T extends TSchema>(items: T) =>
   Type.Object({
     articles: Type.Array(items),
-    articlesCount: Type.Integer({ description: 'Matches in all; a search counts at most the 1,000 it ranks' }),
+    articlesCount: Type.Integer({ description: `Matches in all; a search counts at most the ${SEARCH_CANDIDATES} it ranks` }),
     nextCursor: NullableString({ description: 'Pass as `cursor` for the next page; null on the last page' }),
   });
 
