@@ -111,7 +111,8 @@ async function measureBesideWrites(
  * A two-instance scenario instead compares one server with two on the same database, and has no ceiling.
  */
 export async function measureScenario(scenario: Scenario, context: MeasureContext): Promise<ScenarioResult> {
-  const { server, ceiling, settings } = context;
+  const { server, ceiling } = context;
+  const settings = { ...context.settings, connections: scenario.connections ?? context.settings.connections };
   if (scenario.deliveryAuthors !== undefined) {
     // A latency, not a throughput: the ceiling server has no outbox to compare it with.
     const rss = watchRss([server.pid]);

@@ -33,6 +33,7 @@ export const SCENARIO_IDS = [
   'search-rare',
   'search-multi',
   'list-cursor-deep',
+  'list-offset-deep',
   'login',
   // Writes last: articles they add would otherwise change what the read scenarios after them see.
   'mixed',
@@ -77,10 +78,11 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   'feed-many': 'GET /api/articles/feed, pages 1-10, 200 viewers',
   'article-many': 'GET /api/articles/:slug, 200 viewers',
   'list-urls': `GET /api/articles?author=&limit=100&offset=: ${LIST_URL_AUTHORS * LIST_URL_OFFSETS} distinct URLs, names in mixed case (memory)`,
-  'search-common': 'GET /api/articles?q=, a word in most articles (ranks the newest 1,000 matches), whole or typed',
-  'search-rare': 'GET /api/articles?q=, a long-tail tag name as a phrase (tens to hundreds of matches)',
-  'search-multi': 'GET /api/articles?q=, 2-3 words, phrases, exclusions, prefixes',
+  'search-common': 'GET /api/articles?q=, a word in most articles (ranks the newest 500 matches), whole or typed; 16 clients',
+  'search-rare': 'GET /api/articles?q=, a long-tail tag name as a phrase (tens to hundreds of matches); 16 clients',
+  'search-multi': 'GET /api/articles?q=, 2-3 words, phrases, exclusions, prefixes; 16 clients',
   'list-cursor-deep': 'GET /api/articles?cursor=, pages 4,000-5,000 deep at 1 M articles (the last fifth of the pages at smaller scales)',
+  'list-offset-deep': 'GET /api/articles?offset=, the same pages as list-cursor-deep, by offset',
   login: 'POST /api/users/login',
   mixed: 'reads as a site gets them (lists, articles, feeds, tags; 200 viewers), alone and beside 20 and 100 writes/s',
   'create-article': 'POST /api/articles by the 200 viewers in turn, 1-3 seeded tags, unique titles',
@@ -109,8 +111,8 @@ export interface Targets {
   viewerEmails: string[];
   /** Long-tail tags: their names are the rare searches. */
   rareTags: string[];
-  /** Cursors to pages thousands deep into the list of all articles. */
-  deepCursors: string[];
+  /** Pages thousands deep into the list of all articles, and the cursor that leads to each. */
+  deepPages: { page: number; cursor: string }[];
 }
 
 export interface Session {
@@ -142,6 +144,11 @@ export interface Scenario {
   next: RequestSource;
   /** Distinct requests in the rotation: that many are sent once, before the load, to size the ceiling's answers. */
   variety: number;
+  /**
+   * Requests in flight, when not the run's: searches are measured within what the server takes at once (SQLite
+   * queues 32 searches at its reader thread and refuses more with 503), not as a flood it refuses.
+   */
+  connections?: number;
   /** Writes measured beside `next` at a few steady rates (the mixed scenario). */
   writes?: RequestSource;
   /** Measured on one server, then on two on the same database (the *-2x scenarios). */
@@ -241,7 +248,7 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       .select((eb) => eb.fn.countAll<number>().as('count'))
       .executeTakeFirstOrThrow();
     const lastPage = Math.min(DEEP_PAGE_MAX, Math.floor(Number(count) / PAGE_SIZE));
-    const deepCursors: string[] = [];
+    const deepPages: Targets['deepPages'] = [];
     for (const page of pickEvenly(range(Math.max(2, Math.ceil(lastPage * 0.8)), lastPage), DEEP_CURSORS)) {
       // The cursor the page before hands out: it names that page's last article.
       const last = await db
@@ -252,7 +259,7 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
         .offset((page - 1) * PAGE_SIZE - 1)
         .limit(1)
         .executeTakeFirstOrThrow();
-      deepCursors.push(encodeListCursor({ kind: 'time', createdAt: Number(last.created_at), id: last.id }));
+      deepPages.push({ page, cursor: encodeListCursor({ kind: 'time', createdAt: Number(last.created_at), id: last.id }) });
     }
     const favorited = await spreadOver(FAVORITE_ARTICLES);
     return {
@@ -271,7 +278,7 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       sessionEmails: pickEvenly(users.slice(1), USERS).map((user) => user.email),
       viewerEmails: pickEvenly(users, VIEWERS).map((user) => user.email),
       rareTags: tags.slice(-SPREAD_TAGS),
-      deepCursors,
+      deepPages,
     };
   } finally {
     await destroy();
@@ -301,6 +308,16 @@ export async function logIn(base: string, emails: readonly string[]): Promise<Se
   }
   return sessions;
 }
+
+/** Searches in a rotation, from as many clients at once as the server queues searches for. */
+const SEARCH_CONNECTIONS = 16;
+const searches = (id: ScenarioId, texts: readonly string[]): Scenario => ({
+  ...rotation(
+    id,
+    texts.map((text) => get(query('q', text))),
+  ),
+  connections: SEARCH_CONNECTIONS,
+});
 
 function rotation(id: ScenarioId, specs: readonly RequestSpec[]): Scenario {
   let sent = 0;
@@ -487,24 +504,26 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
     }
     case 'search-common':
       // Whole words, and the same words as typed so far (a prefix).
-      return rotation(
+      return searches(
         id,
-        COMMON_WORDS.flatMap((word) => [get(query('q', word)), get(query('q', word.slice(0, 4)))]),
+        COMMON_WORDS.flatMap((word) => [word, word.slice(0, 4)]),
       );
     case 'search-rare':
-      return rotation(
+      return searches(
         id,
-        targets.rareTags.map((tag) => get(query('q', `"${tag}"`))),
+        targets.rareTags.map((tag) => `"${tag}"`),
       );
     case 'search-multi':
-      return rotation(
-        id,
-        MULTI_WORD_SEARCHES.map((text) => get(query('q', text))),
-      );
+      return searches(id, MULTI_WORD_SEARCHES);
     case 'list-cursor-deep':
       return rotation(
         id,
-        targets.deepCursors.map((cursor) => get(query('cursor', cursor))),
+        targets.deepPages.map(({ cursor }) => get(query('cursor', cursor))),
+      );
+    case 'list-offset-deep':
+      return rotation(
+        id,
+        targets.deepPages.map(({ page }) => get(`/api/articles?${pageQuery(page)}`)),
       );
     case 'mixed':
       return { ...drawn(id, (random) => mixedRead(random, targets, viewers)), writes: mixedWrites(targets, viewers) };
