@@ -77,6 +77,7 @@ const MIGRATIONS = [
   '0009_events',
   '0010_webhook_queue',
   '0011_article_search',
+  '0012_tag_list_with_article',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

@@ -138,4 +138,31 @@ for (const kind of DATABASES) {
       expect(await titlesFound('uber')).toEqual(['Über Café']);
     });
   });
+
+  describe(`migration 0012 (tag lists written with the article) [${kind}]`, () => {
+    const database = scratchHandle(kind);
+
+    it('leaves a list that already names the tag alone, and still follows links written by hand', async () => {
+      const { db } = database();
+      await sql`insert into users (id, username, username_key, username_skeleton, email, email_key, password_hash, created_at, updated_at)
+        values (1, 'a', 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1)`.execute(db);
+      await sql`insert into tags (id, name) values (1, 'x'), (2, 'y')`.execute(db);
+      // Spaced as no trigger writes it: a rewrite would show.
+      await sql`insert into articles (id, slug, title, description, body, author_id, tag_list, created_at, updated_at) values
+        (1, 'listed', 't', 'd', 'b', 1, '[ "x" ]', 1, 1), (2, 'unlisted', 't', 'd', 'b', 1, '[]', 2, 2)`.execute(db);
+      await sql`insert into article_tags (article_id, tag_id, article_created_at) values (1, 1, 1), (2, 2, 2)`.execute(db);
+      const lists = () => db.selectFrom('articles').select(['id', 'tag_list']).orderBy('id').execute();
+      expect(await lists()).toEqual([
+        { id: 1, tag_list: '[ "x" ]' },
+        { id: 2, tag_list: '["y"]' },
+      ]);
+      await sql`delete from article_tags where article_id = 1`.execute(db);
+      await sql`update articles set tag_list = '[]' where id = 2`.execute(db);
+      await sql`delete from article_tags where article_id = 2`.execute(db);
+      expect(await lists()).toEqual([
+        { id: 1, tag_list: '[]' },
+        { id: 2, tag_list: '[]' },
+      ]);
+    });
+  });
 }

@@ -11,6 +11,7 @@ import { routeWordSlugs } from './migrations/0008_route_word_slugs.js';
 import { events } from './migrations/0009_events.js';
 import { webhookQueue } from './migrations/0010_webhook_queue.js';
 import { articleSearch, type MigrationProgress } from './migrations/0011_article_search.js';
+import { tagListWithArticle } from './migrations/0012_tag_list_with_article.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -30,6 +31,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0009_events': events(dialect),
     '0010_webhook_queue': webhookQueue,
     '0011_article_search': articleSearch(dialect, progress),
+    '0012_tag_list_with_article': tagListWithArticle(dialect),
   };
   return new Migrator({
     db,

@@ -115,6 +115,8 @@ export function createArticle(db: Executor, author: Actor, article: NewArticle, 
         description: article.description,
         body: article.body,
         author_id: author.id,
+        // The final list, so that linking the tags below leaves the row alone (migration 0012).
+        tag_list: JSON.stringify(tagList),
         created_at: now,
         updated_at: now,
       })
@@ -157,6 +159,7 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
   // updatedAt must move on every update, even two within one millisecond.
   const updatedAt = Math.max(now, article.updated_at + 1);
   const titleChanged = changes.title !== undefined && slugify(changes.title) !== slugify(article.title);
+  const tagList = changes.tagList === undefined ? undefined : normalizeTags(changes.tagList);
   const write = async (trx: Executor, slug?: string) => {
     if (precondition !== undefined) {
       await lockArticle(trx, article.id);
@@ -170,11 +173,13 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
         ...(changes.title !== undefined && { title: changes.title }),
         ...(changes.description !== undefined && { description: changes.description }),
         ...(changes.body !== undefined && { body: changes.body }),
+        // With the text, in one rewrite of the row and its search entry; the links below then leave it alone.
+        ...(tagList !== undefined && { tag_list: JSON.stringify(tagList) }),
       })
       .where('id', '=', article.id)
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return undefined;
-    if (changes.tagList !== undefined) await replaceTags(trx, article, normalizeTags(changes.tagList));
+    if (tagList !== undefined) await replaceTags(trx, article, tagList);
     return recordUpdate(trx, article.id, article.author_id, now);
   };
   return titleChanged ? withFreeSlug(db, changes.title!, write) : inTransaction(db, (trx) => write(trx));
