@@ -218,6 +218,23 @@ describeEachDatabase(
       ]);
     });
 
+    it('renders at most 100,000 characters of bodies per answer, and shows the rest by description and link', async () => {
+      const author = await registerUser(app(), 'long');
+      const long = (word: string) => `${word} `.repeat(12_000);
+      const older = await createArticle(app(), author.token, { description: 'Older & <longer>', body: long('older') });
+      const newer = await createArticle(app(), author.token, { body: long('newer') });
+      const items = (await allFormats(app(), `/feeds/authors/${author.username}/articles`)).items;
+      expect(items.map((item) => item.title)).toEqual([newer.title, older.title]);
+      expect(items[0]!.html).toContain('newer newer');
+      expect(items[1]!.html).not.toContain('older older');
+      const shown = elementsOf(parseFragment(items[1]!.html));
+      expect(shown.map((element) => element.tagName)).toEqual(['p', 'p', 'a']);
+      expect(parseFragment(items[1]!.html).childNodes.map((node) => ('childNodes' in node ? node.childNodes : []))[0]).toMatchObject([
+        { value: 'Older & <longer>' },
+      ]);
+      expect(shown[2]!.attrs).toEqual([{ name: 'href', value: `${FRONTEND}/#/article/${older.slug}` }]);
+    });
+
     it('keeps an item id when the title, and with it the slug and link, change', async () => {
       const author = await registerUser(app());
       const article = await createArticle(app(), author.token);
