@@ -37,16 +37,16 @@ export interface Page {
   cursor?: string;
 }
 
-/**
- * Rows after the cursor, in a newest-first order on (created_at, id): a range of the same index the order reads, so
- * page 5,000 costs what page 1 costs, and articles written meanwhile (newer) cannot shift the pages that follow.
- */
 /** Newest articles PostgreSQL searches first (newestPostgresMatches). */
 const RECENT_WINDOW = 20_000;
 /** How long PostgreSQL may look for older matches before the search ranks the newer ones it has. */
 const OLDER_MATCHES_TIMEOUT_MS = 200;
 const QUERY_CANCELED = '57014';
 
+/**
+ * Rows after the cursor, in a newest-first order on (created_at, id): a range of the same index the order reads, so
+ * page 5,000 costs what page 1 costs, and articles written meanwhile (newer) cannot shift the pages that follow.
+ */
 const olderThan = (createdAt: string, id: string, cursor: TimeCursor) =>
   sql<SqlBool>`(${sql.ref(createdAt)}, ${sql.ref(id)}) < (${cursor.createdAt}, ${cursor.id})`;
 

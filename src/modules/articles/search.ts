@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import { unprocessable } from '../../errors.js';
+import { escapeMarkup } from '../../markup.js';
 
 /** Longest `q` accepted: a search box's worth. 10 KB of text is the contract's 422, never a slow query. */
 export const SEARCH_TEXT_MAX = 200;
@@ -105,8 +106,8 @@ const SNIPPET_WORDS = 24;
 /** Words shown before the first match, for context. */
 const SNIPPET_LEAD = 4;
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
+// Apostrophes too, as the snippets always escaped them.
+const escapeHtml = (text: string) => escapeMarkup(text).replaceAll("'", '&#39;');
 // Case and accents fold as the indexes fold them (for the letters both databases fold alike). Most words are ASCII,
 // which has no accents to take off: normalizing only the others saves about a third of a page's snippet time.
 const fold = (word: string) =>

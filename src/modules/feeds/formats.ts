@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import { escapeMarkup } from '../../markup.js';
 import type { JsonFeed } from './schemas.js';
 
 /** One article as every format shows it; texts already free of what XML forbids (render.ts `feedText`). */
@@ -30,21 +31,16 @@ export interface FeedDocument {
   entries: FeedEntry[];
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
-
-/** Escaped for text and for double-quoted attributes alike; `]]>` needs nothing more, as no CDATA is written. */
-const escapeXml = (text: string) => text.replace(/[&<>"]/g, (character) => ESCAPES[character]!);
-
 type Attributes = Record<string, string>;
 
 const attributes = (attrs: Attributes) =>
   Object.entries(attrs)
-    .map(([name, value]) => ` ${name}="${escapeXml(value)}"`)
+    .map(([name, value]) => ` ${name}="${escapeMarkup(value)}"`)
     .join('');
 
 /** `<name attrs>text</name>`, or `<name attrs/>` without text. */
 const element = (name: string, text?: string, attrs: Attributes = {}) =>
-  text === undefined ? `<${name}${attributes(attrs)}/>` : `<${name}${attributes(attrs)}>${escapeXml(text)}</${name}>`;
+  text === undefined ? `<${name}${attributes(attrs)}/>` : `<${name}${attributes(attrs)}>${escapeMarkup(text)}</${name}>`;
 
 /** `<name>` around elements already written. */
 const parent = (name: string, children: string[], attrs: Attributes = {}) =>

@@ -4,6 +4,7 @@ import type { TSchema } from 'typebox';
 import type { FeedConfig } from '../../config.js';
 import type { Executor } from '../../db/index.js';
 import { notFound } from '../../errors.js';
+import { escapeMarkup } from '../../markup.js';
 import { errorResponses } from '../../schemas.js';
 import { toSummary } from '../articles/view.js';
 import { type FeedDocument, type FeedEntry, toAtom, toJsonFeed, toRss } from './formats.js';
@@ -85,12 +86,9 @@ function withinRenderBudget<Row extends { body: string }>(rows: Row[]): Array<[R
   });
 }
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
-const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => HTML_ESCAPES[char]!);
-
 /** What an article past the render budget shows instead of its body. */
 const summaryHtml = (description: string, url: string) =>
-  `<p>${escapeHtml(feedText(description))}</p><p><a href="${escapeHtml(url)}">Read the whole article</a></p>`;
+  `<p>${escapeMarkup(feedText(description))}</p><p><a href="${escapeMarkup(url)}">Read the whole article</a></p>`;
 
 export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { feeds, retention } = app.config;
