@@ -6,6 +6,7 @@ import { type DatabaseHandle, type Executor, openDatabase } from './db/index.js'
 import { migrateToLatest } from './db/migrate.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
+import { installPublicationScheduler } from './modules/articles/scheduler.js';
 import { commentsRoutes } from './modules/comments/routes.js';
 import { installEventDispatcher } from './modules/events/dispatcher.js';
 import { scheduleRetention } from './modules/events/retention.js';
@@ -162,6 +163,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   );
 
   if (config.webhooks.deliver) installDeliveryWorker(app, database, metrics);
+  if (config.lifecycle.publishScheduled) installPublicationScheduler(app, database.writer);
 
   await prepareDecoy();
   return app;

@@ -51,6 +51,7 @@ export interface Config {
   overload: OverloadConfig;
   retention: RetentionConfig;
   webhooks: WebhookConfig;
+  lifecycle: LifecycleConfig;
   events: EventStreamConfig;
   feeds: FeedConfig;
   caching: CachingConfig;
@@ -110,6 +111,11 @@ export interface TimeoutConfig {
 export interface OverloadConfig {
   maxEventLoopDelayMs: number;
   maxRssBytes: number;
+}
+
+export interface LifecycleConfig {
+  /** This process records scheduled articles' publications (articles/scheduler.ts). */
+  publishScheduled: boolean;
 }
 
 export interface WebhookConfig {
@@ -360,6 +366,9 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       retryForMs: milliseconds('WEBHOOK_RETRY_FOR'),
       allowLoopback: settings.WEBHOOK_ALLOW_LOOPBACK,
       backoffBaseMs: WEBHOOK_BACKOFF_BASE_MS,
+    },
+    lifecycle: {
+      publishScheduled: settings.SCHEDULED_PUBLISHING === 'on',
     },
     events: {
       perClient: settings.EVENT_STREAMS_PER_CLIENT,

@@ -23,6 +23,8 @@ export const unauthorized = (problem: TokenProblem) => new HttpError(401, { toke
 export const invalidCredentials = () => new HttpError(401, { credentials: ['invalid'] });
 export const unprocessable = (field: string, message: string) => new HttpError(422, { [field]: [message] });
 export const alreadyTaken = (field: string) => new HttpError(409, { [field]: ['has already been taken'] });
+/** A lifecycle transition the article's current state does not allow. */
+export const conflict = (field: string, message: string) => new HttpError(409, { [field]: [message] });
 export const notFound = (resource: Resource) => new HttpError(404, { [resource]: ['not found'] });
 export const forbidden = (resource: Resource) => new HttpError(403, { [resource]: ['forbidden'] });
 /** Any limit on how much one client may do; the caller sets `Retry-After`. */

@@ -219,6 +219,13 @@ export const SETTINGS = Type.Object(
         'whether this process sends the webhook deliveries that writes queue; `off` leaves them to the processes that do ' +
         '(any number may, on one database: each delivery is claimed by one)',
     }),
+    SCHEDULED_PUBLISHING: Type.Enum(['on', 'off'], {
+      default: 'on',
+      description:
+        'whether this process records the publication of scheduled articles when their time comes (their event, webhooks and ' +
+        'counts); readers see them at their `publishAt` either way. Any number of processes may, on one database: each ' +
+        'publication is recorded by one. `off` leaves it to the others: at least one process must have it on',
+    }),
     WEBHOOK_TIMEOUT: duration(
       '10s',
       'time one webhook attempt may take, from resolving the host to the end of the answer; longer counts as a failure',

@@ -84,14 +84,15 @@ for (const kind of DATABASES) {
       expect((await derivedDataMismatches(app().db)).tagLists).toBe(0);
     });
 
-    it("copies each article's creation time into its tag links and favorites", async () => {
+    it('publishes every article at its creation, and copies that into its tag links and favorites', async () => {
+      expect(await value(sql`select count(*) as n from articles where published_at <> created_at or status <> 'published'`)).toBe(0);
       expect(
         await value(sql`select count(*) as n from article_tags x join articles a on a.id = x.article_id
-          where x.article_created_at <> a.created_at`),
+          where x.article_listed_at <> a.published_at`),
       ).toBe(0);
       expect(
         await value(sql`select count(*) as n from favorites f join articles a on a.id = f.article_id
-          where f.article_created_at <> a.created_at`),
+          where f.article_listed_at <> a.published_at`),
       ).toBe(0);
     });
 

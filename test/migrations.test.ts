@@ -31,7 +31,7 @@ for (const kind of DATABASES) {
         { id: 1, articles_count: 2, favorites_count: 1 },
         { id: 2, articles_count: 1, favorites_count: 2 },
       ]);
-      const links = await handle.db.selectFrom('article_tags').select(['article_id', 'article_created_at']).orderBy('article_id').execute();
+      const { rows: links } = await sql`select article_id, article_created_at from article_tags order by article_id`.execute(handle.db);
       expect(links).toEqual([
         { article_id: 1, article_created_at: 100 },
         { article_id: 3, article_created_at: 300 },
@@ -39,19 +39,19 @@ for (const kind of DATABASES) {
 
       // 0005 takes the counts over with triggers and totals the articles already there.
       unwrap(await createMigrator(handle).migrateTo('0005_counts_by_triggers'));
-      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+      expect(await derivedDataMismatches(handle.db, { listing: false })).toEqual(NO_MISMATCHES);
       unwrap(await createMigrator(handle).migrateDown());
       expect((await sql<{ value: unknown }>`select value from counters where name = 'articles'`.execute(handle.db)).rows).toEqual([
         { value: 3 },
       ]);
       unwrap(await createMigrator(handle).migrateUp());
-      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+      expect(await derivedDataMismatches(handle.db, { listing: false })).toEqual(NO_MISMATCHES);
 
       // Rows changed by hand in SQL, cascades included, keep every count exact.
       await sql`insert into favorites (user_id, article_id, article_created_at, created_at) values (1, 3, 300, 6)`.execute(handle.db);
       await sql`insert into article_tags (article_id, tag_id, article_created_at) values (2, 1, 200)`.execute(handle.db);
       await sql`delete from articles where id = 1`.execute(handle.db);
-      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+      expect(await derivedDataMismatches(handle.db, { listing: false })).toEqual(NO_MISMATCHES);
       expect(await handle.db.selectFrom('tags').select('article_count').executeTakeFirstOrThrow()).toEqual({ article_count: 2 });
     });
   });

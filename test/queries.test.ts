@@ -71,7 +71,7 @@ for (const kind of DATABASES) {
     beforeAll(async () => {
       scratch = await createScratchDatabase(kind);
       // The webhook worker polls the same database in the background; its queries are nobody's request's.
-      const config = testConfig(scratch.url, { WEBHOOKS_DELIVERY: 'off' });
+      const config = testConfig(scratch.url, { WEBHOOKS_DELIVERY: 'off', SCHEDULED_PUBLISHING: 'off' });
       handle = openDatabase(config.database);
       // Both pools counted: on PostgreSQL a write request's queries run on the writer's.
       const database = { ...handle, db: handle.db.withPlugin(counter), writer: handle.writer.withPlugin(counter) };

@@ -253,13 +253,14 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       // The cursor the page before hands out: it names that page's last article.
       const last = await db
         .selectFrom('articles')
-        .select(['created_at', 'id'])
-        .orderBy('created_at', 'desc')
+        .select(['listed_at', 'id'])
+        .where('listed_at', 'is not', null)
+        .orderBy('listed_at', 'desc')
         .orderBy('id', 'desc')
         .offset((page - 1) * PAGE_SIZE - 1)
         .limit(1)
         .executeTakeFirstOrThrow();
-      deepPages.push({ page, cursor: encodeListCursor({ kind: 'time', createdAt: Number(last.created_at), id: last.id }) });
+      deepPages.push({ page, cursor: encodeListCursor({ kind: 'time', at: Number(last.listed_at), id: last.id }) });
     }
     const favorited = await spreadOver(FAVORITE_ARTICLES);
     return {

@@ -304,6 +304,7 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
       ['author_id', 'int'],
       ['favorites_count', 'int'],
       ['tag_list', 'text'],
+      ['published_at', 'bigint'],
       ['created_at', 'bigint'],
       ['updated_at', 'bigint'],
     ],
@@ -327,6 +328,8 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
           JSON.stringify(
             Array.from(plan.articleTags.subarray(plan.articleTagStart[article]!, plan.articleTagStart[article + 1]!), tagName),
           ),
+          // Every seeded article is published at its creation, as the API does without a status.
+          created,
           created,
           updated,
         ];
@@ -356,7 +359,7 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
     [
       ['article_id', 'int'],
       ['tag_id', 'int'],
-      ['article_created_at', 'bigint'],
+      ['article_listed_at', 'bigint'],
     ],
     plan.articleTags.length,
     () => (link) => {
@@ -384,7 +387,7 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
     [
       ['user_id', 'int'],
       ['article_id', 'int'],
-      ['article_created_at', 'bigint'],
+      ['article_listed_at', 'bigint'],
       ['created_at', 'bigint'],
     ],
     plan.favorites.length,

@@ -375,6 +375,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
           description: pick(SENTENCES),
           body: paragraphs.join('\n\n'),
           author_id: userIds[author()]!,
+          published_at: createdAt,
           created_at: createdAt,
           updated_at: createdAt + below(3) * DAY_MS,
           tag_list: JSON.stringify(tagList),
@@ -410,7 +411,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
       article.tags.map((name) => ({
         article_id: articleIds[i]!,
         tag_id: tagIdByName.get(name)!,
-        article_created_at: article.row.created_at,
+        article_listed_at: article.row.created_at,
       })),
     );
     await inBatches(
@@ -435,7 +436,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
       favorites.map(([user, article]) => ({
         user_id: userIds[user]!,
         article_id: articleIds[article]!,
-        article_created_at: articles[article]!.row.created_at,
+        article_listed_at: articles[article]!.row.created_at,
         created_at: between(articles[article]!.row.created_at, now),
       })),
       (batch) => trx.insertInto('favorites').values(batch).execute(),

@@ -12,6 +12,7 @@ import { events } from './migrations/0009_events.js';
 import { webhookQueue } from './migrations/0010_webhook_queue.js';
 import { articleSearch, type MigrationProgress } from './migrations/0011_article_search.js';
 import { tagListWithArticle } from './migrations/0012_tag_list_with_article.js';
+import { articleLifecycle } from './migrations/0013_article_lifecycle.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -32,6 +33,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0010_webhook_queue': webhookQueue,
     '0011_article_search': articleSearch(dialect, progress),
     '0012_tag_list_with_article': tagListWithArticle(dialect),
+    '0013_article_lifecycle': articleLifecycle(dialect, progress),
   };
   return new Migrator({
     db,

@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Kysely, Selectable } from 'kysely';
+import type { Generated, GeneratedAlways, Insertable, Kysely, Selectable } from 'kysely';
 
 /** Timestamps are epoch milliseconds in a BIGINT/INTEGER column: identical on both databases and cheap to sort. */
 type EpochMs = number;
@@ -49,9 +49,24 @@ export interface ArticlesTable {
    * item's tags without a join. article_tags stays what filters use.
    */
   tag_list: Generated<string>;
+  status: Generated<ArticleStatus>;
+  /** When a scheduled article becomes public; null in every other state. */
+  publish_at: EpochMs | null;
+  /** When it first became public; never changes once set. */
+  published_at: EpochMs | null;
+  /** 1 while the author's account is being deleted: public to nobody but its author, whatever its status. */
+  withheld: Generated<number>;
+  /**
+   * Computed by the database (migration 0013): when the article is or becomes public (publishedAt, or publishAt while
+   * scheduled), null when it is not to be public. Every public read asks `listed_at <= now` (articles/visibility.ts).
+   */
+  listed_at: GeneratedAlways<EpochMs | null>;
   created_at: EpochMs;
   updated_at: EpochMs;
 }
+
+export const ARTICLE_STATUSES = ['draft', 'scheduled', 'published', 'unpublished'] as const;
+export type ArticleStatus = (typeof ARTICLE_STATUSES)[number];
 
 export interface TagsTable {
   id: Generated<number>;
@@ -63,15 +78,18 @@ export interface TagsTable {
 export interface ArticleTagsTable {
   article_id: number;
   tag_id: number;
-  /** The article's created_at (it never changes), so a tag's articles are read newest first from one index. */
-  article_created_at: EpochMs;
+  /**
+   * The article's publishedAt while it is listed (published and not withheld), else null; kept by a trigger on
+   * articles (migration 0013), so a tag's public articles are read newest first from one index.
+   */
+  article_listed_at: EpochMs | null;
 }
 
 export interface FavoritesTable {
   user_id: number;
   article_id: number;
-  /** The article's created_at, as in article_tags: a user's favorites are read newest article first from one index. */
-  article_created_at: EpochMs;
+  /** As in article_tags: a user's favorites are read newest listed article first from one index. */
+  article_listed_at: EpochMs | null;
   created_at: EpochMs;
 }
 

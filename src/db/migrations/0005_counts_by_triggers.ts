@@ -8,7 +8,7 @@ import { accountVersion } from './0004_account_version.js';
  * id, so consecutive inserts move different rows) and a list reads all of them: concurrent writers, also from
  * several instances, rarely meet on one row, and a sum of 16 rows costs a list next to nothing.
  */
-const ARTICLE_TOTAL_STRIPES = 16;
+export const ARTICLE_TOTAL_STRIPES = 16;
 
 /** The article's tag names as a JSON array (in the database's order: readers sort it). */
 function tagListOf(dialect: Dialect, articleId: string): string {
@@ -23,7 +23,7 @@ function tagListOf(dialect: Dialect, articleId: string): string {
  * list on the article row itself (migration 0012) makes every link it then adds or removes a no-op for the row,
  * instead of one rewrite of the article, and of its search index entry, per tag.
  */
-function listed(dialect: Dialect, row: string): string {
+function inTagList(dialect: Dialect, row: string): string {
   const name = `(select name from tags where id = ${row}.tag_id)`;
   return dialect === 'sqlite'
     ? `exists (select 1 from json_each(articles.tag_list) where value = ${name})`
@@ -32,36 +32,43 @@ function listed(dialect: Dialect, row: string): string {
 
 /**
  * What an insert or delete on each table moves; `row` is NEW for an insert, OLD for a delete. With `guarded`, a tag
- * link rewrites its article's tag_list only when the list does not already say what the link says.
+ * link rewrites its article's tag_list only when the list does not already say what the link says. With `listed`
+ * (migration 0013), the counts lists show (an author's articles, a user's favorites, a tag's articles, all articles)
+ * count only listed rows: published articles, and links whose article_listed_at says their article is one.
  */
 const derivedFrom = (
   dialect: Dialect,
   guarded: boolean,
-): ReadonlyArray<{ table: string; moves: (row: string, delta: string) => string[] }> => [
-  {
-    table: 'articles',
-    moves: (row, delta) => [
-      `update users set articles_count = articles_count ${delta} where id = ${row}.author_id`,
-      `update article_totals set articles = articles ${delta} where stripe = ${row}.id % ${ARTICLE_TOTAL_STRIPES}`,
-    ],
-  },
-  {
-    table: 'favorites',
-    moves: (row, delta) => [
-      `update articles set favorites_count = favorites_count ${delta} where id = ${row}.article_id`,
-      `update users set favorites_count = favorites_count ${delta} where id = ${row}.user_id`,
-    ],
-  },
-  {
-    table: 'article_tags',
-    moves: (row, delta) => [
-      `update tags set article_count = article_count ${delta} where id = ${row}.tag_id`,
-      `update articles set tag_list = ${tagListOf(dialect, `${row}.article_id`)} where id = ${row}.article_id${
-        guarded ? ` and ${delta.startsWith('+') ? 'not ' : ''}${listed(dialect, row)}` : ''
-      }`,
-    ],
-  },
-];
+  listed: boolean,
+): ReadonlyArray<{ table: string; moves: (row: string, delta: string) => string[] }> => {
+  const articleListed = (row: string) => (listed ? ` and ${row}.status = 'published' and ${row}.withheld = 0` : '');
+  const linkListed = (row: string) => (listed ? ` and ${row}.article_listed_at is not null` : '');
+  return [
+    {
+      table: 'articles',
+      moves: (row, delta) => [
+        `update users set articles_count = articles_count ${delta} where id = ${row}.author_id${articleListed(row)}`,
+        `update article_totals set articles = articles ${delta} where stripe = ${row}.id % ${ARTICLE_TOTAL_STRIPES}${articleListed(row)}`,
+      ],
+    },
+    {
+      table: 'favorites',
+      moves: (row, delta) => [
+        `update articles set favorites_count = favorites_count ${delta} where id = ${row}.article_id`,
+        `update users set favorites_count = favorites_count ${delta} where id = ${row}.user_id${linkListed(row)}`,
+      ],
+    },
+    {
+      table: 'article_tags',
+      moves: (row, delta) => [
+        `update tags set article_count = article_count ${delta} where id = ${row}.tag_id${linkListed(row)}`,
+        `update articles set tag_list = ${tagListOf(dialect, `${row}.article_id`)} where id = ${row}.article_id${
+          guarded ? ` and ${delta.startsWith('+') ? 'not ' : ''}${inTagList(dialect, row)}` : ''
+        }`,
+      ],
+    },
+  ];
+};
 
 /**
  * Every count a list shows (an author's articles, a user's favorites, an article's favorites, a tag's articles,
@@ -70,8 +77,11 @@ const derivedFrom = (
  * them exact too. Bulk loaders (the seed command, the bench) drop them, write the values with the rows, and
  * create them again.
  */
-export function countTriggers(dialect: Dialect, { guarded = true, only }: { guarded?: boolean; only?: string } = {}) {
-  const tables = derivedFrom(dialect, guarded).filter(({ table }) => only === undefined || table === only);
+export function countTriggers(
+  dialect: Dialect,
+  { guarded = true, listed = true, only }: { guarded?: boolean; listed?: boolean; only?: string } = {},
+) {
+  const tables = derivedFrom(dialect, guarded, listed).filter(({ table }) => only === undefined || table === only);
   if (dialect === 'sqlite') {
     const events = [
       ['insert', 'new', '+ 1'],
@@ -104,7 +114,7 @@ export function countTriggers(dialect: Dialect, { guarded = true, only }: { guar
  */
 export function countsByTriggers(dialect: Dialect) {
   // As this migration made them; 0012 guards the tag links' list updates.
-  const triggers = countTriggers(dialect, { guarded: false });
+  const triggers = countTriggers(dialect, { guarded: false, listed: false });
   const accountVersionTriggers = accountVersion(dialect);
   return {
     async up(db: Kysely<unknown>) {

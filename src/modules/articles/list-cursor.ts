@@ -3,7 +3,8 @@ import { unprocessable } from '../../errors.js';
 /** Where a newest-first list stopped: the last article shown, by the key lists are sorted on. */
 export interface TimeCursor {
   kind: 'time';
-  createdAt: number;
+  /** The article's listed_at (its publication) on public lists; its updated_at on the author's own list. */
+  at: number;
   id: number;
 }
 
@@ -22,7 +23,7 @@ export interface RelevanceCursor {
 export type ListCursor = TimeCursor | RelevanceCursor;
 
 const fieldsOf = (cursor: ListCursor) =>
-  cursor.kind === 'time' ? [cursor.createdAt, cursor.id] : [RELEVANCE_TAG, cursor.position, cursor.horizon];
+  cursor.kind === 'time' ? [cursor.at, cursor.id] : [RELEVANCE_TAG, cursor.position, cursor.horizon];
 
 /** Opaque to clients (they pass it back as it is), plain to the server: nothing in it is secret or trusted. */
 export const encodeListCursor = (cursor: ListCursor) => Buffer.from(JSON.stringify(fieldsOf(cursor))).toString('base64url');
@@ -47,7 +48,7 @@ export function decodeListCursor<Kind extends ListCursor['kind']>(text: string, 
   const fields = parseFields(text);
   let cursor: ListCursor | undefined;
   if (Array.isArray(fields) && fields.length === 2 && Number.isSafeInteger(fields[0]) && isId(fields[1])) {
-    cursor = { kind: 'time', createdAt: fields[0], id: fields[1] };
+    cursor = { kind: 'time', at: fields[0], id: fields[1] };
   } else if (Array.isArray(fields) && fields.length === 3 && fields[0] === RELEVANCE_TAG && isId(fields[1]) && isId(fields[2])) {
     cursor = { kind: 'relevance', position: fields[1], horizon: fields[2] };
   }

@@ -1,6 +1,7 @@
-import { type RawBuilder, type SqlBool, sql } from 'kysely';
+import { type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { asDriverError } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
+import type { ArticleStatus, Database } from '../../db/schema.js';
 import { identityKey } from '../../identity.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
 import {
@@ -15,6 +16,7 @@ import {
   tsQuery,
 } from './search.js';
 import { toSummary, withArticleView } from './view.js';
+import { publicArticles } from './visibility.js';
 
 export interface ArticleFilters {
   tag?: string;
@@ -44,11 +46,11 @@ const OLDER_MATCHES_TIMEOUT_MS = 200;
 const QUERY_CANCELED = '57014';
 
 /**
- * Rows after the cursor, in a newest-first order on (created_at, id): a range of the same index the order reads, so
- * page 5,000 costs what page 1 costs, and articles written meanwhile (newer) cannot shift the pages that follow.
+ * Rows after the cursor, in a newest-first order on (time, id): a range of the same index the order reads, so
+ * page 5,000 costs what page 1 costs, and articles published meanwhile (newer) cannot shift the pages that follow.
  */
-const olderThan = (createdAt: string, id: string, cursor: TimeCursor) =>
-  sql<SqlBool>`(${sql.ref(createdAt)}, ${sql.ref(id)}) < (${cursor.createdAt}, ${cursor.id})`;
+export const olderThan = (time: string, id: string, cursor: TimeCursor) =>
+  sql<SqlBool>`(${sql.ref(time)}, ${sql.ref(id)}) < (${cursor.at}, ${cursor.id})`;
 
 const userIdByName = (db: Executor, username: string) =>
   db.selectFrom('users').select('users.id').where('users.username_key', '=', identityKey(username));
@@ -62,13 +64,13 @@ const articleIdsFavoritedBy = (db: Executor, username: string) =>
   db.selectFrom('favorites').select('favorites.article_id').where('favorites.user_id', '=', userIdByName(db, username));
 
 /**
- * The ids of one page and one more (which says whether another follows), newest first, read from the index that
- * already holds the first filter's rows in that order, so a page costs its offset plus limit index entries whatever
- * the number of matches:
- * a tag's links and a user's favorites carry the article's created_at for this; an author's articles have
- * their own index. The other filters, when combined, narrow the walk.
+ * The ids of one page and one more (which says whether another follows), newest published first, read from the
+ * index that already holds the first filter's public rows in that order, so a page costs its offset plus limit index
+ * entries whatever the number of matches: a tag's links and a user's favorites carry the article's publication time
+ * while it is listed (null otherwise) for this; an author's articles have their own index. The other filters, when
+ * combined, narrow the walk.
  */
-function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: TimeCursor | undefined) {
+function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: TimeCursor | undefined, now: number) {
   if (filters.favorited || filters.tag) {
     const links = filters.favorited
       ? db
@@ -81,24 +83,25 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
         ? links.where(
             'link.article_id',
             'in',
-            filteredArticles(db, { author: filters.author, followedBy: filters.followedBy }).select('articles.id'),
+            filteredArticles(db, { author: filters.author, followedBy: filters.followedBy }, now).select('articles.id'),
           )
         : links;
     return narrowed
-      .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_created_at', 'link.article_id', cursor!)))
+      .where('link.article_listed_at', '<=', now)
+      .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_listed_at', 'link.article_id', cursor!)))
       .select('link.article_id as id')
-      .orderBy('link.article_created_at', 'desc')
+      .orderBy('link.article_listed_at', 'desc')
       .orderBy('link.article_id', 'desc')
       .limit(sql.lit(page.limit + 1))
       .offset(page.offset);
   }
   if (filters.followedBy !== undefined && !filters.author && dialectOf(db) === 'postgres') {
-    return feedPageIds(db, filters.followedBy, page, cursor);
+    return feedPageIds(db, filters.followedBy, page, cursor, now);
   }
-  return filteredArticles(db, filters)
-    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.created_at', 'articles.id', cursor!)))
+  return filteredArticles(db, filters, now)
+    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
     .select('articles.id')
-    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.listed_at', 'desc')
     .orderBy('articles.id', 'desc')
     .limit(sql.lit(page.limit + 1))
     .offset(page.offset);
@@ -113,7 +116,7 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
  * or without statistics (EXPLAIN QUERY PLAN on a copy with sqlite_stat1 dropped); at 1 M articles a page 1 takes
  * 20-26 µs that way against 33-37 µs for a correlated bound per author.
  */
-function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeCursor | undefined) {
+function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeCursor | undefined, now: number) {
   const perAuthor = page.offset + page.limit + 1;
   return db
     .selectFrom('follows')
@@ -121,10 +124,11 @@ function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeC
       (eb) =>
         eb
           .selectFrom('articles')
-          .select(['articles.id', 'articles.created_at'])
+          .select(['articles.id', 'articles.listed_at'])
           .whereRef('articles.author_id', '=', 'follows.followed_id')
-          .$if(cursor !== undefined, (query) => query.where(olderThan('articles.created_at', 'articles.id', cursor!)))
-          .orderBy('articles.created_at', 'desc')
+          .where('articles.listed_at', '<=', now)
+          .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
+          .orderBy('articles.listed_at', 'desc')
           .orderBy('articles.id', 'desc')
           .limit(perAuthor)
           .as('newest'),
@@ -132,15 +136,15 @@ function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeC
     )
     .select('newest.id')
     .where('follows.follower_id', '=', followerId)
-    .orderBy('newest.created_at', 'desc')
+    .orderBy('newest.listed_at', 'desc')
     .orderBy('newest.id', 'desc')
     .limit(sql.lit(page.limit + 1))
     .offset(page.offset);
 }
 
-/** The articles matching every filter (AND); what a combined filter's total counts. */
-function filteredArticles(db: Executor, filters: ArticleFilters) {
-  let query = db.selectFrom('articles');
+/** The public articles matching every filter (AND); what a combined filter's total counts. */
+function filteredArticles(db: Executor, filters: ArticleFilters, now: number) {
+  let query = publicArticles(db, now);
   if (filters.author) {
     query = query.where('articles.author_id', '=', userIdByName(db, filters.author));
   }
@@ -156,13 +160,15 @@ function filteredArticles(db: Executor, filters: ArticleFilters) {
 /**
  * `articlesCount` without counting, as a one-row query: a single filter (or none) reads the count the triggers keep
  * beside its rows (all articles: the sum of the striped total); only a combination of filters counts the matches.
+ * The kept counts count published articles (migration 0013): a scheduled article joins them when the scheduler
+ * records its publication, at most a poll interval after the lists show it.
  */
-function totalMatching(db: Executor, filters: ArticleFilters) {
+function totalMatching(db: Executor, filters: ArticleFilters, now: number) {
   const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter(
     (value) => value !== undefined && value !== '',
   );
   if (active.length === 0) return db.selectFrom('article_totals').select((eb) => eb.fn.sum<number>('articles').as('count'));
-  if (active.length > 1) return filteredArticles(db, filters).select((eb) => eb.fn.countAll<number>().as('count'));
+  if (active.length > 1) return filteredArticles(db, filters, now).select((eb) => eb.fn.countAll<number>().as('count'));
   if (filters.tag) return db.selectFrom('tags').select('article_count as count').where('name', '=', filters.tag);
   if (filters.author || filters.favorited) {
     return db
@@ -178,7 +184,7 @@ function totalMatching(db: Executor, filters: ArticleFilters) {
 }
 
 /** The articles of a page as this viewer sees them, in the order of `ids`. */
-async function articlesInOrder(db: Executor, ids: number[], viewerId: number | null, search: Search | undefined) {
+async function articlesInOrder(db: Executor, ids: number[], viewerId: number | null, search: Search | undefined, now: number) {
   if (ids.length === 0) return [];
   const rows = await withArticleView(db.selectFrom('articles').where('articles.id', 'in', ids), viewerId)
     .select('articles.id')
@@ -189,7 +195,7 @@ async function articlesInOrder(db: Executor, ids: number[], viewerId: number | n
     .sort((a, b) => position.get(a.id)! - position.get(b.id)!)
     .map((row) => {
       const bodyStart = (row as { body_start?: string }).body_start;
-      return bodyStart === undefined ? toSummary(row) : { ...toSummary(row), snippet: snippetHtml(bodyStart, search!) };
+      return bodyStart === undefined ? toSummary(row, now) : { ...toSummary(row, now), snippet: snippetHtml(bodyStart, search!) };
     });
 }
 
@@ -209,20 +215,68 @@ export async function listArticles(
 ): Promise<ListAnswer> {
   if (filters.q?.trim()) return searchArticles(searcher, filters, parseSearch(filters.q), page, viewerId);
   const cursor = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'time');
-  const total = totalMatching(db, filters);
-  const rows = await withArticleView(db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page, cursor)), viewerId)
-    .select(['articles.id', total.as('articles_count')])
-    .orderBy('articles.created_at', 'desc')
+  const now = Date.now();
+  const pageQuery = db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page, cursor, now));
+  return pageAnswer(pageQuery, 'articles.listed_at', totalMatching(db, filters, now), page, viewerId, now);
+}
+
+/**
+ * A page of `query`'s articles ordered newest first by `key`, as this viewer sees them, with the total as a subquery
+ * the database runs once: one statement. Only a page past the end, which has no row to carry the total, asks again.
+ */
+async function pageAnswer(
+  query: SelectQueryBuilder<Database, 'articles', object>,
+  key: 'articles.listed_at' | 'articles.updated_at',
+  total: SelectQueryBuilder<Database, never, { count: number }>,
+  page: Page,
+  viewerId: number | null,
+  now: number,
+): Promise<ListAnswer> {
+  const rows = await withArticleView(query, viewerId)
+    .select(['articles.id', sql.ref<number>(key).as('page_key'), total.as('articles_count')])
+    .orderBy(key, 'desc')
     .orderBy('articles.id', 'desc')
+    .limit(sql.lit(page.limit + 1))
     .execute();
   const articlesCount = rows.length > 0 ? rows[0]!.articles_count : (await total.executeTakeFirst())?.count;
   const shown = rows.slice(0, page.limit);
   const last = shown.at(-1);
   return {
-    articles: shown.map(toSummary),
+    articles: shown.map((row) => toSummary(row, now)),
     articlesCount: Number(articlesCount ?? 0),
-    nextCursor: rows.length > page.limit ? encodeListCursor({ kind: 'time', createdAt: Number(last!.created_at), id: last!.id }) : null,
+    nextCursor: rows.length > page.limit ? encodeListCursor({ kind: 'time', at: Number(last!.page_key), id: last!.id }) : null,
   };
+}
+
+/** What `?status=` asks for, as readers see the state now (a scheduled article whose time has come is published). */
+function inStatus(eb: ExpressionBuilder<Database, 'articles'>, status: ArticleStatus, now: number) {
+  if (status === 'published') {
+    return eb.or([
+      eb('articles.status', '=', 'published'),
+      eb.and([eb('articles.status', '=', 'scheduled'), eb('articles.publish_at', '<=', now)]),
+    ]);
+  }
+  if (status === 'scheduled') return eb.and([eb('articles.status', '=', 'scheduled'), eb('articles.publish_at', '>', now)]);
+  return eb('articles.status', '=', status);
+}
+
+/**
+ * The author's own articles in every state (or one), newest change first, off the (author_id, updated_at, id) index:
+ * a page walks the author's articles from the cursor, and the total counts them, so both cost what the author has
+ * written at most.
+ */
+export function listOwnArticles(db: Executor, authorId: number, status: ArticleStatus | undefined, page: Page): Promise<ListAnswer> {
+  const cursor = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'time');
+  const now = Date.now();
+  const own = db
+    .selectFrom('articles')
+    .where('articles.author_id', '=', authorId)
+    .$if(status !== undefined, (query) => query.where((eb) => inStatus(eb, status!, now)));
+  const total = own.select((eb) => eb.fn.countAll<number>().as('count'));
+  const pageQuery = own
+    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.updated_at', 'articles.id', cursor!)))
+    .offset(page.offset);
+  return pageAnswer(pageQuery, 'articles.updated_at', total, page, authorId, now);
 }
 
 /**
@@ -235,14 +289,19 @@ async function searchCandidates(
   filters: ArticleFilters,
   search: Search,
   horizon: number | undefined,
+  now: number,
 ): Promise<RawBuilder<unknown>> {
   const postgres = dialectOf(db) === 'postgres';
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
+  // The index holds every article; only the public ones are candidates, each checked by its primary key.
+  const indexed = sql.ref(`article_search.${postgres ? 'article_id' : 'rowid'}`);
+  const isPublic = sql`and exists (${publicArticles(db, now).select('articles.id').where(sql<SqlBool>`articles.id = ${indexed}`)})`;
   const narrowing = [
     filters.author && db.selectFrom('articles').select('articles.id').where('articles.author_id', '=', userIdByName(db, filters.author)),
     filters.tag && articleIdsTagged(db, filters.tag),
     filters.favorited && articleIdsFavoritedBy(db, filters.favorited),
   ].flatMap((ids) => (ids ? [sql`and ${id} in (${ids})`] : []));
+  narrowing.push(isPublic);
   if (postgres) {
     const ids = await newestPostgresMatches(db, search, sql.join(narrowing, sql` `), horizon);
     // Normalization 1 divides by the log of the length, as BM25 discounts long articles.
@@ -309,7 +368,8 @@ async function searchArticles(
   viewerId: number | null,
 ): Promise<ListAnswer> {
   const cursor: RelevanceCursor | undefined = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'relevance');
-  const candidates = await searchCandidates(db, filters, search, cursor?.horizon);
+  const now = Date.now();
+  const candidates = await searchCandidates(db, filters, search, cursor?.horizon, now);
   const position = cursor?.position ?? page.offset;
   const { rows } = await sql<RankedRow>`
     select id, matches, horizon from (
@@ -325,6 +385,7 @@ async function searchArticles(
       shown.map((row) => Number(row.id)),
       viewerId,
       search,
+      now,
     ),
     articlesCount: Number(matches),
     nextCursor: rows.length > page.limit ? encodeListCursor({ kind: 'relevance', position: position + page.limit, horizon }) : null,

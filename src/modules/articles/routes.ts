@@ -6,7 +6,7 @@ import { forbidden, notFound, unprocessable } from '../../errors.js';
 import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js';
 import { errorResponses, IfMatchHeaders } from '../../schemas.js';
 import { signedIn, viewerId } from '../users/auth.js';
-import { listArticles, type Page } from './list.js';
+import { listArticles, listOwnArticles, type Page } from './list.js';
 import {
   ArticleListResponse,
   ArticleResponse,
@@ -14,6 +14,7 @@ import {
   FeedResponse,
   ListQuery,
   NewArticleBody,
+  OwnArticlesQuery,
   SlugParams,
   UpdateArticleBody,
 } from './schemas.js';
@@ -46,7 +47,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   /** Existence (404) before ownership (403), as the contract orders them. */
   const ownArticle = async (db: Executor, slug: string, userId: number) => {
-    const article = await existingArticleRef(db, slug);
+    const article = await existingArticleRef(db, slug, userId);
     if (article.author_id !== userId) throw forbidden('article');
     return article;
   };
@@ -84,6 +85,24 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const me = signedIn(request).account.id;
       return listArticles(request.db, { followedBy: me }, pageOf(request.query), me);
+    },
+  );
+
+  app.get(
+    '/user/articles',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['articles'],
+        operationId: 'GetOwnArticles',
+        summary: "The caller's own articles in every state (drafts, scheduled, published, unpublished), newest change first",
+        querystring: OwnArticlesQuery,
+        response: { 200: FeedResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => {
+      const { status, ...page } = request.query;
+      return listOwnArticles(request.db, signedIn(request).account.id, status, pageOf(page));
     },
   );
 
@@ -186,7 +205,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       handler: async (request) => {
         const me = signedIn(request).account;
-        const article = await existingArticleRef(request.db, request.params.slug);
+        const article = await existingArticleRef(request.db, request.params.slug, me.id);
         try {
           await setFavorite(request.db, me, article, favorite, Date.now());
         } catch (error) {

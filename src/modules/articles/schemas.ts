@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { Defaulted, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
+import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
 import { Profile } from '../profiles/schemas.js';
 import { SEARCH_CANDIDATES, SEARCH_TEXT_MAX } from './search.js';
 
@@ -15,6 +16,27 @@ const TagList = Type.Array(RequiredText(TAG_MAX), {
   description: 'Trimmed; duplicates collapse; returned sorted',
 });
 
+/** Instants clients send: an ISO 8601 date-time with its offset (`Z` or ±hh:mm), as `toISOString()` writes them. */
+const Instant = Type.String({
+  pattern: String.raw`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$`,
+  maxLength: 40,
+  [MESSAGE_KEYWORD]: 'must be an ISO 8601 time with its offset, e.g. 2030-01-31T09:00:00.000Z',
+});
+
+const Draft = Type.Literal('draft');
+const Scheduled = Type.Literal('scheduled');
+const Published = Type.Literal('published');
+const Unpublished = Type.Literal('unpublished');
+
+const lifecycleFields = <T extends TSchema>(status: T) => ({
+  status: Type.Optional(status),
+  publishAt: Type.Optional(
+    Type.Union([Instant, Type.Null()], {
+      description: 'When a scheduled article becomes public: in the future, at most a year ahead; alone, it means `scheduled`',
+    }),
+  ),
+});
+
 export const NewArticleBody = Wrapped(
   'article',
   Type.Object({
@@ -22,6 +44,9 @@ export const NewArticleBody = Wrapped(
     description: RequiredText(DESCRIPTION_MAX),
     body: RequiredText(BODY_MAX),
     tagList: Type.Optional(TagList),
+    ...lifecycleFields(
+      Type.Union([Draft, Scheduled, Published], { description: 'Without it (and without `publishAt`), published at once' }),
+    ),
   }),
 );
 
@@ -32,6 +57,11 @@ export const UpdateArticleBody = Wrapped(
     description: Type.Optional(RequiredText(DESCRIPTION_MAX)),
     body: Type.Optional(RequiredText(BODY_MAX)),
     tagList: Type.Optional(TagList),
+    ...lifecycleFields(
+      Type.Union([Draft, Scheduled, Published, Unpublished], {
+        description: 'A transition (docs/LIFECYCLE.md); one the current state does not allow answers 409',
+      }),
+    ),
   }),
 );
 
@@ -61,6 +91,12 @@ const SearchText = Type.Optional(
 
 export const ListQuery = Type.Object({ tag: Filter, author: Filter, favorited: Filter, q: SearchText, ...Paging });
 export const FeedQuery = Type.Object(Paging);
+export const OwnArticlesQuery = Type.Object({
+  status: Type.Optional(
+    Type.Union([Draft, Scheduled, Published, Unpublished], { description: 'Only articles in this state; all of them without it' }),
+  ),
+  ...Paging,
+});
 
 const summaryFields = {
   slug: Type.String(),
@@ -72,6 +108,11 @@ const summaryFields = {
   favorited: Type.Boolean(),
   favoritesCount: Type.Integer(),
   author: Profile,
+  status: Type.Union([Draft, Scheduled, Published, Unpublished], {
+    description: 'Only the author ever sees an article that is not `published`',
+  }),
+  publishAt: NullableString({ format: 'date-time', description: 'While `scheduled`: when it becomes public' }),
+  publishedAt: NullableString({ format: 'date-time', description: 'When it first became public; never changes once set' }),
 };
 
 export const ArticleSummary = Type.Object(summaryFields);

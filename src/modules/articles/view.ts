@@ -3,7 +3,9 @@ import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { toIso } from '../../schemas.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
+import { currentState } from './lifecycle.js';
 import { byCodePoint } from './tags.js';
+import { visibleTo } from './visibility.js';
 
 type ArticleScope = ExpressionBuilder<Database, 'articles' | 'users'>;
 
@@ -32,6 +34,9 @@ export function withArticleView(query: SelectQueryBuilder<Database, 'articles', 
       'articles.description',
       'articles.favorites_count',
       'articles.tag_list',
+      'articles.status',
+      'articles.publish_at',
+      'articles.published_at',
       'articles.created_at',
       'articles.updated_at',
       'users.username',
@@ -44,8 +49,10 @@ export function withArticleView(query: SelectQueryBuilder<Database, 'articles', 
 
 type ArticleViewRow = Awaited<ReturnType<ReturnType<typeof withArticleView>['executeTakeFirstOrThrow']>>;
 
-export function toSummary(row: ArticleViewRow) {
+export function toSummary(row: ArticleViewRow, now: number) {
   const tagList: string[] = JSON.parse(row.tag_list);
+  // A scheduled article whose time has come reads as published, whether or not the scheduler has recorded it yet.
+  const state = currentState(row, now);
   return {
     slug: row.slug,
     title: row.title,
@@ -58,13 +65,17 @@ export function toSummary(row: ArticleViewRow) {
     favorited: Boolean(row.favorited),
     favoritesCount: row.favorites_count,
     author: toProfile(row),
+    status: state.status,
+    publishAt: state.publish_at === null ? null : toIso(state.publish_at),
+    publishedAt: state.published_at === null ? null : toIso(state.published_at),
   };
 }
 
-/** The `{ article }` answer as this viewer sees it; undefined when there is no such article. */
+/** The `{ article }` answer as this viewer sees it; undefined when there is no such article or it is not theirs to see. */
 export async function getArticleAnswer(db: Executor, where: { slug: string } | { id: number }, viewerId: number | null) {
-  const base = db.selectFrom('articles');
+  const now = Date.now();
+  const base = db.selectFrom('articles').where((eb) => visibleTo(eb, viewerId, now));
   const query = 'slug' in where ? base.where('articles.slug', '=', where.slug) : base.where('articles.id', '=', where.id);
   const row = await withArticleView(query, viewerId).select('articles.body').executeTakeFirst();
-  return row === undefined ? undefined : { article: { ...toSummary(row), body: row.body } };
+  return row === undefined ? undefined : { article: { ...toSummary(row, now), body: row.body } };
 }

@@ -6,30 +6,41 @@ import { toIso } from '../../schemas.js';
 import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
 import type { Account } from '../users/queries.js';
+import { currentState, initialState, isListed, nextState, type StoredState } from './lifecycle.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 import { byCodePoint, normalizeTags } from './tags.js';
 import { getArticleAnswer } from './view.js';
+import { visibleTo } from './visibility.js';
 
 const SLUG_ATTEMPTS = 5;
 
 /** Who does a write, with what the event shows of them. */
 export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
 
-/** The few columns that decide existence and ownership, before any write. */
-export function findArticleRef(db: Executor, slug: string) {
+/**
+ * The few columns that decide existence and ownership, before any write: undefined when no article has that slug or
+ * the viewer may not see it (visibility.ts), so that everything about an article that is not public is the same 404
+ * for everyone but its author.
+ */
+export function findArticleRef(db: Executor, slug: string, viewerId: number | null) {
   return db
     .selectFrom('articles')
-    .select(['id', 'slug', 'author_id', 'title', 'created_at', 'updated_at'])
+    .select(['id', 'slug', 'author_id', 'title', 'status', 'publish_at', 'published_at', 'withheld', 'created_at', 'updated_at'])
     .where('slug', '=', slug)
+    .where((eb) => visibleTo(eb, viewerId))
     .executeTakeFirst();
 }
 
 export type ArticleRef = NonNullable<Awaited<ReturnType<typeof findArticleRef>>>;
 
-/** The article's ref, or the contract's 404 when no article has that slug. */
-export async function existingArticleRef(db: Executor, slug: string) {
-  const article = await findArticleRef(db, slug);
+/** Whether anyone but the author may see the article now. */
+export const isPublicNow = (article: Pick<ArticleRef, 'withheld'> & StoredState, now: number) =>
+  article.withheld === 0 && isListed(currentState(article, now));
+
+/** The article's ref, or the contract's 404 when no article has that slug that this viewer may see. */
+export async function existingArticleRef(db: Executor, slug: string, viewerId: number | null) {
+  const article = await findArticleRef(db, slug, viewerId);
   if (article === undefined) throw notFound('article');
   return article;
 }
@@ -59,11 +70,15 @@ async function lockTags(trx: Executor, names: string[], alsoLocked: number[] = [
   return ids;
 }
 
-function linkTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'created_at'>, tagIds: number[]) {
+/** The key a link row carries (migration 0013): the article's publication while it is listed, else null. */
+const linkKey = (article: Pick<ArticleRef, 'withheld'> & StoredState) =>
+  article.withheld === 0 && article.status === 'published' ? article.published_at : null;
+
+function linkTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'withheld'> & StoredState, tagIds: number[]) {
   if (tagIds.length === 0) return Promise.resolve();
   return trx
     .insertInto('article_tags')
-    .values(tagIds.map((tag_id) => ({ article_id: article.id, tag_id, article_created_at: article.created_at })))
+    .values(tagIds.map((tag_id) => ({ article_id: article.id, tag_id, article_listed_at: linkKey(article) })))
     .execute();
 }
 
@@ -85,25 +100,24 @@ async function withFreeSlug<T>(db: Executor, title: string, write: (trx: Executo
 
 type ArticleAnswer = NonNullable<Awaited<ReturnType<typeof getArticleAnswer>>>;
 
-/**
- * The updated article as its author now sees it, read inside the write's transaction: the answer to the request, and
- * (with `favorited` as anyone else sees it) the event's data. The author never follows themselves, so only that flag
- * differs.
- */
-async function recordUpdate(trx: Executor, id: number, authorId: number, now: number): Promise<ArticleAnswer> {
+/** The article as its author sees it now, read inside the write's transaction. */
+async function authorsView(trx: Executor, id: number, authorId: number): Promise<ArticleAnswer> {
   const answer = await getArticleAnswer(trx, { id }, authorId);
   if (answer === undefined) throw new Error(`article ${id} vanished inside its own transaction`);
-  const data = { article: { ...answer.article, favorited: false } };
-  await appendEvent(trx, { type: 'article.updated', actorId: authorId, ownerId: authorId, articleId: id, data }, now);
   return answer;
 }
 
+/** What an event shows of the article: the author's view with `favorited` as anyone else sees it. */
+const eventArticle = (answer: ArticleAnswer) => ({ article: { ...answer.article, favorited: false } });
+
 /**
  * Creates the article and answers it as its author sees it, built from what was written instead of read back: a new
- * article has no favorites, and its author follows nobody as themselves. The event carries the same article.
+ * article has no favorites, and its author follows nobody as themselves. The event carries the same article, and
+ * stays off the public stream unless the article is public at once.
  */
 export function createArticle(db: Executor, author: Actor, article: NewArticle, now: number): Promise<ArticleAnswer> {
   const tagList = normalizeTags(article.tagList ?? []);
+  const state = initialState(article, now);
   return withFreeSlug(db, article.title, async (trx, slug) => {
     // The new article row is the one lock no one else can be waiting for, so its tags go first here.
     const tagIds = await lockTags(trx, tagList);
@@ -117,12 +131,13 @@ export function createArticle(db: Executor, author: Actor, article: NewArticle, 
         author_id: author.id,
         // The final list, so that linking the tags below leaves the row alone (migration 0012).
         tag_list: JSON.stringify(tagList),
+        ...state,
         created_at: now,
         updated_at: now,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await linkTags(trx, { id, created_at: now }, tagIds);
+    await linkTags(trx, { id, withheld: 0, ...state }, tagIds);
     const answer = {
       article: {
         slug,
@@ -134,10 +149,17 @@ export function createArticle(db: Executor, author: Actor, article: NewArticle, 
         favorited: false,
         favoritesCount: 0,
         author: toProfile({ ...author, following: false }),
+        status: state.status,
+        publishAt: state.publish_at === null ? null : toIso(state.publish_at),
+        publishedAt: state.published_at === null ? null : toIso(state.published_at),
         body: article.body,
       },
     };
-    await appendEvent(trx, { type: 'article.created', actorId: author.id, ownerId: author.id, articleId: id, data: answer }, now);
+    await appendEvent(
+      trx,
+      { type: 'article.created', actorId: author.id, ownerId: author.id, articleId: id, data: answer, public: isListed(state) },
+      now,
+    );
     return answer;
   });
 }
@@ -152,40 +174,130 @@ async function lockArticle(trx: Executor, id: number): Promise<void> {
 }
 
 /**
- * Applies a partial update and answers the article as its author sees it; undefined when it vanished meanwhile.
- * `precondition` (If-Match) runs first in the same transaction, so that nothing is written when it fails.
+ * On PostgreSQL, locks what a change of the article's listing or its deletion moves through the triggers, in the
+ * order every other write takes them: its tags in id order, then the users whose counts move (the author and
+ * everyone who favorited it) in id order. Two deletes whose authors favorited each other's articles would otherwise
+ * lock those two users in opposite orders. The article row must be locked already.
+ */
+async function lockCounted(trx: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>): Promise<void> {
+  if (dialectOf(trx) !== 'postgres') return;
+  const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
+  await lockTags(
+    trx,
+    [],
+    links.map((link) => link.tag_id),
+  );
+  await trx
+    .selectFrom('users')
+    .select('id')
+    .where((eb) =>
+      eb.or([
+        eb('id', '=', article.author_id),
+        eb('id', 'in', eb.selectFrom('favorites').select('user_id').where('article_id', '=', article.id)),
+      ]),
+    )
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
+}
+
+/** The lifecycle columns as stored now, inside the write's transaction; undefined when the article is gone. */
+function storedState(trx: Executor, id: number) {
+  return trx.selectFrom('articles').select(['status', 'publish_at', 'published_at', 'withheld']).where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Records the publication of a scheduled article whose time has come, once: the row is read locked and only while it
+ * is still `scheduled`, so of every process (and every request editing it) that tries, exactly one records it and
+ * appends its `article.published` event, which says how late the recording ran. Readers saw the article from its
+ * publishAt on already (visibility.ts). Returns whether this call recorded it.
+ */
+export async function recordDuePublication(trx: Executor, id: number, now: number): Promise<boolean> {
+  const due = await trx
+    .selectFrom('articles')
+    .select(['id', 'author_id', 'publish_at'])
+    .where('id', '=', id)
+    .where('status', '=', 'scheduled')
+    .where('publish_at', '<=', now)
+    .$if(dialectOf(trx) === 'postgres', (query) => query.forUpdate())
+    .executeTakeFirst();
+  if (due === undefined) return false;
+  const publishAt = due.publish_at!;
+  await lockCounted(trx, due);
+  await trx
+    .updateTable('articles')
+    .set((eb) => ({ status: 'published', published_at: eb.fn.coalesce('published_at', eb.val(publishAt)), publish_at: null }))
+    .where('id', '=', id)
+    .execute();
+  const answer = await getArticleAnswer(trx, { id }, null);
+  await appendEvent(
+    trx,
+    {
+      type: 'article.published',
+      actorId: due.author_id,
+      ownerId: due.author_id,
+      articleId: id,
+      data: { ...answer!, scheduledFor: toIso(publishAt), lateByMs: Math.max(0, now - publishAt) },
+    },
+    now,
+  );
+  return true;
+}
+
+/**
+ * Applies a partial update (content and lifecycle) and answers the article as its author sees it; undefined when it
+ * vanished meanwhile. `precondition` (If-Match) runs first in the same transaction, so that nothing is written when
+ * it fails. A transition is judged on the state readers see now: a scheduled article whose time has passed is
+ * published, and its publication is recorded here first if the scheduler has not yet done so.
  */
 export async function updateArticle(db: Executor, article: ArticleRef, changes: ArticleChanges, now: number, precondition?: Precondition) {
+  const { status, publishAt, ...content } = changes;
+  // Judged before any write, so that a refused transition (409, 422) costs no transaction.
+  nextState(currentState(article, now), { status, publishAt }, now);
   // updatedAt must move on every update, even two within one millisecond.
   const updatedAt = Math.max(now, article.updated_at + 1);
-  const titleChanged = changes.title !== undefined && slugify(changes.title) !== slugify(article.title);
-  const tagList = changes.tagList === undefined ? undefined : normalizeTags(changes.tagList);
+  const titleChanged = content.title !== undefined && slugify(content.title) !== slugify(article.title);
+  const tagList = content.tagList === undefined ? undefined : normalizeTags(content.tagList);
+  const contentChanged = Object.values(content).some((value) => value !== undefined);
   const write = async (trx: Executor, slug?: string) => {
-    if (precondition !== undefined) {
-      await lockArticle(trx, article.id);
-      await precondition(trx);
-    }
-    const result = await trx
+    await lockArticle(trx, article.id);
+    await precondition?.(trx);
+    if (currentState(article, now).status !== article.status) await recordDuePublication(trx, article.id, now);
+    const before = await storedState(trx, article.id);
+    if (before === undefined) return undefined;
+    const next = nextState(before, { status, publishAt }, now);
+    if (next !== undefined) await lockCounted(trx, article);
+    await trx
       .updateTable('articles')
       .set({
         updated_at: updatedAt,
         ...(slug !== undefined && { slug }),
-        ...(changes.title !== undefined && { title: changes.title }),
-        ...(changes.description !== undefined && { description: changes.description }),
-        ...(changes.body !== undefined && { body: changes.body }),
+        ...(content.title !== undefined && { title: content.title }),
+        ...(content.description !== undefined && { description: content.description }),
+        ...(content.body !== undefined && { body: content.body }),
         // With the text, in one rewrite of the row and its search entry; the links below then leave it alone.
         ...(tagList !== undefined && { tag_list: JSON.stringify(tagList) }),
+        ...next,
       })
       .where('id', '=', article.id)
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) return undefined;
-    if (tagList !== undefined) await replaceTags(trx, article, tagList);
-    return recordUpdate(trx, article.id, article.author_id, now);
+      .execute();
+    if (tagList !== undefined) await replaceTags(trx, { ...article, ...before, ...next }, tagList);
+    const answer = await authorsView(trx, article.id, article.author_id);
+    const after = { ...before, ...next };
+    const event = { actorId: article.author_id, ownerId: article.author_id, articleId: article.id };
+    const wasPublic = isPublicNow(before, now);
+    const isPublic = isPublicNow(after, now);
+    if (contentChanged) await appendEvent(trx, { ...event, type: 'article.updated', data: eventArticle(answer), public: isPublic }, now);
+    if (!wasPublic && isPublic) await appendEvent(trx, { ...event, type: 'article.published', data: eventArticle(answer) }, now);
+    if (wasPublic && !isPublic) {
+      await appendEvent(trx, { ...event, type: 'article.unpublished', data: { article: mentionOf(answer.article) } }, now);
+    }
+    return answer;
   };
-  return titleChanged ? withFreeSlug(db, changes.title!, write) : inTransaction(db, (trx) => write(trx));
+  return titleChanged ? withFreeSlug(db, content.title!, write) : inTransaction(db, (trx) => write(trx));
 }
 
-async function replaceTags(trx: Executor, article: ArticleRef, names: string[]): Promise<void> {
+async function replaceTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'withheld'> & StoredState, names: string[]): Promise<void> {
   const current = await trx
     .selectFrom('article_tags')
     .innerJoin('tags', 'tags.id', 'article_tags.tag_id')
@@ -207,36 +319,15 @@ async function replaceTags(trx: Executor, article: ArticleRef, names: string[]):
 }
 
 /**
- * Comments, favorites and tag links go by cascade, and the triggers on them move every count over them. On
- * PostgreSQL the article row, its tags, and the users whose counts the cascade moves (the author and everyone who
- * favorited it, in id order) are locked first, in the order every other write takes them: two deletes whose
- * authors favorited each other's articles would otherwise lock those two users in opposite orders. `precondition`
- * (If-Match) runs once the article row is locked.
+ * Comments, favorites and tag links go by cascade, and the triggers on them move every count over them; on
+ * PostgreSQL what they move is locked first (lockCounted). `precondition` (If-Match) runs once the article row is
+ * locked. The event stays off the public stream when the article was not public.
  */
 export function deleteArticle(db: Executor, article: ArticleRef, now: number, precondition?: Precondition): Promise<void> {
   return inTransaction(db, async (trx) => {
     await lockArticle(trx, article.id);
     await precondition?.(trx);
-    if (dialectOf(trx) === 'postgres') {
-      const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
-      await lockTags(
-        trx,
-        [],
-        links.map((link) => link.tag_id),
-      );
-      await trx
-        .selectFrom('users')
-        .select('id')
-        .where((eb) =>
-          eb.or([
-            eb('id', '=', article.author_id),
-            eb('id', 'in', eb.selectFrom('favorites').select('user_id').where('article_id', '=', article.id)),
-          ]),
-        )
-        .orderBy('id')
-        .forNoKeyUpdate()
-        .execute();
-    }
+    await lockCounted(trx, article);
     const deleted = await trx.deleteFrom('articles').where('id', '=', article.id).executeTakeFirst();
     if (deleted.numDeletedRows === 0n) return;
     await appendEvent(
@@ -247,6 +338,7 @@ export function deleteArticle(db: Executor, article: ArticleRef, now: number, pr
         ownerId: article.author_id,
         articleId: article.id,
         data: { article: mentionOf(article) },
+        public: isPublicNow(article, now),
       },
       now,
     );
@@ -268,13 +360,20 @@ export function setFavorite(db: Executor, actor: Actor, article: ArticleRef, fav
     return favorite
       ? executor
           .insertInto('favorites')
-          .columns(['user_id', 'article_id', 'article_created_at', 'created_at'])
+          .columns(['user_id', 'article_id', 'article_listed_at', 'created_at'])
           .expression(
             // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
             theArticle.select((eb) => [
               eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
               'articles.id',
-              'articles.created_at',
+              // The link key: the article's publication while it is listed (migration 0013).
+              eb
+                .case()
+                .when(eb.and([eb('articles.status', '=', 'published'), eb('articles.withheld', '=', 0)]))
+                .then(eb.ref('articles.published_at'))
+                .else(null)
+                .end()
+                .as('article_listed_at'),
               eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
             ]),
           )

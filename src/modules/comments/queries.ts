@@ -1,7 +1,7 @@
 import type { Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
 import { toIso } from '../../schemas.js';
-import { type Actor, type ArticleRef, findArticleRef } from '../articles/write.js';
+import { type Actor, type ArticleRef, findArticleRef, isPublicNow } from '../articles/write.js';
 import { appendEvent, mentionOf } from '../events/outbox.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 
@@ -36,7 +36,7 @@ export function toComment(row: { id: number; body: string; created_at: number; u
  * article.
  */
 export async function getCommentsAnswer(db: Executor, slug: string, viewerId: number | null) {
-  const article = await findArticleRef(db, slug);
+  const article = await findArticleRef(db, slug, viewerId);
   return article === undefined ? undefined : { comments: await listComments(db, article.id, viewerId) };
 }
 
@@ -59,6 +59,7 @@ export function addComment(db: Executor, article: ArticleRef, author: Actor, bod
         articleId: article.id,
         commentId: comment.id,
         data: { article: mentionOf(article), ...answer },
+        public: isPublicNow(article, now),
       },
       now,
     );
@@ -87,6 +88,7 @@ export function deleteComment(db: Executor, article: ArticleRef, commentId: numb
         ownerId: article.author_id,
         articleId: article.id,
         data: { article: mentionOf(article), comment: { id: commentId } },
+        public: isPublicNow(article, now),
       },
       now,
     );

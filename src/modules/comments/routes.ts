@@ -43,7 +43,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { account } = signedIn(request);
-      const article = await existingArticleRef(request.db, request.params.slug);
+      const article = await existingArticleRef(request.db, request.params.slug, account.id);
       try {
         return reply.code(201).send(await addComment(request.db, article, account, request.body.comment.body, Date.now()));
       } catch (error) {
@@ -67,7 +67,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;
-      const article = await existingArticleRef(request.db, request.params.slug);
+      const article = await existingArticleRef(request.db, request.params.slug, me);
       const comment = await findComment(request.db, article.id, request.params.id);
       if (comment === undefined) throw notFound('comment');
       if (comment.author_id !== me && article.author_id !== me) throw forbidden('comment');

@@ -14,6 +14,11 @@ export const EVENT_TYPES = [
   'article.unfavorited',
   'comment.created',
   'comment.deleted',
+  'article.published',
+  'article.unpublished',
+  'user.deletion_requested',
+  'user.deletion_cancelled',
+  'user.deleted',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -27,13 +32,18 @@ export const eventMask = (types: readonly EventType[]): number => types.reduce((
 
 export const typesInMask = (mask: number): EventType[] => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);
 
-/** What anyone may watch on the live stream, signed in or not: published content, never who follows or favorites whom. */
+/**
+ * What anyone may watch on the live stream, signed in or not: published content, never who follows or favorites whom.
+ * An event of these types about an article that is not public at the time stays off it (NewEvent.public).
+ */
 const PUBLIC_TYPES: ReadonlySet<EventType> = new Set([
   'article.created',
   'article.updated',
   'article.deleted',
   'comment.created',
   'comment.deleted',
+  'article.published',
+  'article.unpublished',
 ]);
 
 export const isPublic = (type: EventType): boolean => PUBLIC_TYPES.has(type);

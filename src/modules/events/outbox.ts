@@ -12,7 +12,14 @@ export interface NewEvent {
   commentId?: number;
   /** In the API's own shapes; what webhooks and the live stream send as `data`. */
   data: object;
+  /**
+   * False keeps an event of a public type off the public stream: it concerns an article that is not public (a draft,
+   * a scheduled or unpublished article), which only its author may know of. Its owner's webhooks still get it.
+   */
+  public?: boolean;
 }
+
+const publicFlag = (event: NewEvent) => (isPublic(event.type) && event.public !== false ? 1 : 0);
 
 /**
  * How an event names an article it is not about in full (a deletion, a favorite, a comment): enough to link to it and
@@ -34,7 +41,7 @@ export async function appendEvent(trx: Executor, event: NewEvent, now: number): 
       owner_id: event.ownerId,
       article_id: event.articleId ?? null,
       comment_id: event.commentId ?? null,
-      public: isPublic(event.type) ? 1 : 0,
+      public: publicFlag(event),
       data: JSON.stringify(event.data),
       created_at: now,
     })
@@ -62,7 +69,7 @@ export async function changeWithEvent(db: Executor, change: (executor: Executor)
     with changed as (${change(db)})
     insert into events (type, actor_id, owner_id, article_id, comment_id, public, data, created_at)
     select ${event.type}, ${event.actorId}::integer, ${event.ownerId}::integer, ${event.articleId ?? null}::integer,
-      ${event.commentId ?? null}::integer, ${isPublic(event.type) ? 1 : 0}::integer, ${JSON.stringify(event.data)}, ${now}::bigint
+      ${event.commentId ?? null}::integer, ${publicFlag(event)}::integer, ${JSON.stringify(event.data)}, ${now}::bigint
     from changed`.execute(db);
 }
 

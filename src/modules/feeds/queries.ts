@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
 import { withArticleView } from '../articles/view.js';
+import { publicArticles } from '../articles/visibility.js';
 
 /** Articles per feed: each carries its whole rendered body, so this bounds an answer at about FEED_SIZE × BODY_MAX. */
 export const FEED_SIZE = 20;
@@ -22,32 +23,33 @@ export function findTag(db: Executor, name: string) {
 }
 
 /**
- * The newest FEED_SIZE ids of the scope, off the index that holds them in that order (as the article list reads its
- * pages): articles (created_at, id), articles (author_id, created_at, id), article_tags (tag_id, article_created_at,
- * article_id). A feed reads FEED_SIZE index entries whatever the number of articles.
+ * The newest FEED_SIZE public ids of the scope, off the index that holds them in publication order (as the article
+ * list reads its pages): articles (listed_at, id), articles (author_id, listed_at, id), article_tags (tag_id,
+ * article_listed_at, article_id). A feed reads FEED_SIZE index entries whatever the number of articles.
  */
-function newestIds(db: Executor, scope: FeedScope) {
+function newestIds(db: Executor, scope: FeedScope, now: number) {
   if (scope.kind === 'tag') {
     return db
       .selectFrom('article_tags')
       .select('article_tags.article_id as id')
       .where('article_tags.tag_id', '=', scope.tagId)
-      .orderBy('article_tags.article_created_at', 'desc')
+      .where('article_tags.article_listed_at', '<=', now)
+      .orderBy('article_tags.article_listed_at', 'desc')
       .orderBy('article_tags.article_id', 'desc')
       .limit(sql.lit(FEED_SIZE));
   }
-  const articles = db.selectFrom('articles').select('articles.id');
+  const articles = publicArticles(db, now).select('articles.id');
   return (scope.kind === 'author' ? articles.where('articles.author_id', '=', scope.authorId) : articles)
-    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.listed_at', 'desc')
     .orderBy('articles.id', 'desc')
     .limit(sql.lit(FEED_SIZE));
 }
 
-/** The scope's newest articles with their bodies, authors and tags, newest first: one statement. */
+/** The scope's newest articles with their bodies, authors and tags, newest published first: one statement. */
 export function feedArticles(db: Executor, scope: FeedScope) {
-  return withArticleView(db.selectFrom('articles').where('articles.id', 'in', newestIds(db, scope)), null)
+  return withArticleView(db.selectFrom('articles').where('articles.id', 'in', newestIds(db, scope, Date.now())), null)
     .select(['articles.id', 'articles.body', 'users.updated_at as author_updated_at'])
-    .orderBy('articles.created_at', 'desc')
+    .orderBy('articles.listed_at', 'desc')
     .orderBy('articles.id', 'desc')
     .execute();
 }

@@ -103,10 +103,10 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     title: feedText(row.title),
     summary: feedText(row.description),
     html: rendered ? renderBody(row) : summaryHtml(row.description, links.article(row.slug)),
-    published: row.created_at,
+    published: row.published_at ?? row.created_at,
     updated: row.updated_at,
     author: { name: row.username, url: links.profile(row.username), avatar: row.image },
-    tags: toSummary(row).tagList.map(feedText),
+    tags: toSummary(row, Date.now()).tagList.map(feedText),
   });
 
   const serve = (path: string, what: { operation: string; summary: string; params?: TSchema }, resolve: Resolver) => {

@@ -1,0 +1,23 @@
+import type { ExpressionBuilder, SqlBool } from 'kysely';
+import type { Executor } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
+
+/**
+ * Who may see an article, in one place. `listed_at` (computed by the database, migration 0013) is when the article
+ * is or becomes public and null while it is a draft, unpublished or withheld; an article is public once that time
+ * has passed, so a scheduled one appears at its publishAt whether or not the scheduler has run. A non-public article
+ * exists for its author alone: everyone else gets 404 on it and never meets it in a list.
+ *
+ * Every public read of articles starts from `publicArticles` (or, through a tag's links or a user's favorites, from
+ * `listedLinks`), and every read of one article by its slug goes through `visibleTo`.
+ */
+export const publicAt = (eb: ExpressionBuilder<Database, 'articles'>, now: number) => eb('articles.listed_at', '<=', now);
+
+/** The articles anyone may see now: where every public list, feed and count starts. */
+export const publicArticles = (db: Executor, now = Date.now()) => db.selectFrom('articles').where('articles.listed_at', '<=', now);
+
+/** Public now, or written by the viewer. */
+export function visibleTo(eb: ExpressionBuilder<Database, 'articles'>, viewerId: number | null, now = Date.now()) {
+  if (viewerId === null) return publicAt(eb, now);
+  return eb.or([publicAt(eb, now), eb('articles.author_id', '=', viewerId)]) as ReturnType<typeof publicAt> & SqlBool;
+}
