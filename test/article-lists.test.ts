@@ -3,7 +3,21 @@ import { describeEachDatabase } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const SUMMARY_KEYS = ['author', 'createdAt', 'description', 'favorited', 'favoritesCount', 'slug', 'tagList', 'title', 'updatedAt'];
+// With the lifecycle fields every article object carries (CONTRACT.md, Lifecycle).
+const SUMMARY_KEYS = [
+  'author',
+  'createdAt',
+  'description',
+  'favorited',
+  'favoritesCount',
+  'publishAt',
+  'publishedAt',
+  'slug',
+  'status',
+  'tagList',
+  'title',
+  'updatedAt',
+];
 const ARTICLE_COUNT = 36;
 
 /** What the test knows about one seeded article, independently of the API. */
@@ -128,6 +142,9 @@ describeEachDatabase('article lists', (ctx) => {
           favorited: false,
           favoritesCount: seeded.favoritedBy.size,
           author: { username: seeded.author.username, bio: null, image: null, following: false },
+          status: 'published',
+          publishAt: null,
+          publishedAt: item.createdAt,
         });
       });
       const times = items.map((item) => Date.parse(item.createdAt as string));

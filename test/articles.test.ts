@@ -4,7 +4,22 @@ import { describeEachDatabase } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const ARTICLE_KEYS = ['author', 'body', 'createdAt', 'description', 'favorited', 'favoritesCount', 'slug', 'tagList', 'title', 'updatedAt'];
+// With the lifecycle fields every article object carries (CONTRACT.md, Lifecycle).
+const ARTICLE_KEYS = [
+  'author',
+  'body',
+  'createdAt',
+  'description',
+  'favorited',
+  'favoritesCount',
+  'publishAt',
+  'publishedAt',
+  'slug',
+  'status',
+  'tagList',
+  'title',
+  'updatedAt',
+];
 
 describeEachDatabase('articles', (ctx) => {
   const app = () => ctx().app;
@@ -59,6 +74,9 @@ describeEachDatabase('articles', (ctx) => {
         favorited: false,
         favoritesCount: 0,
         author: { username: author.username, bio: null, image: null, following: false },
+        status: 'published',
+        publishAt: null,
+        publishedAt: article.createdAt,
       });
       expect(article.updatedAt).toBe(article.createdAt);
       expect(Math.abs(Date.parse(article.createdAt) - Date.now())).toBeLessThan(60_000);

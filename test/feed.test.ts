@@ -2,7 +2,21 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser } from './support/client.js';
 
-const SUMMARY_KEYS = ['author', 'createdAt', 'description', 'favorited', 'favoritesCount', 'slug', 'tagList', 'title', 'updatedAt'];
+// With the lifecycle fields every article object carries (CONTRACT.md, Lifecycle).
+const SUMMARY_KEYS = [
+  'author',
+  'createdAt',
+  'description',
+  'favorited',
+  'favoritesCount',
+  'publishAt',
+  'publishedAt',
+  'slug',
+  'status',
+  'tagList',
+  'title',
+  'updatedAt',
+];
 
 describeEachDatabase('feed', (ctx) => {
   const app = () => ctx().app;

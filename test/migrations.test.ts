@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { createMigrator, unwrap } from '../src/db/migrate.js';
+import { createMigrator, migrateToLatest, unwrap } from '../src/db/migrate.js';
 import { listArticles } from '../src/modules/articles/list.js';
 import { DATABASES, scratchHandle } from './support/app.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
@@ -130,11 +130,13 @@ for (const kind of DATABASES) {
       const progress: string[] = [];
       unwrap(await createMigrator(handle, (message) => progress.push(message)).migrateTo('0011_article_search'));
       expect(progress).toEqual(['search index: 2 of 2 articles']);
+      // The search is asked through today's code, which needs the later migrations too.
+      await migrateToLatest(handle);
       expect(await titlesFound('cafe')).toEqual(['Über Café', 'Second']);
       expect(await titlesFound('alpha')).toEqual(['Über Café']);
 
-      unwrap(await createMigrator(handle).migrateDown());
-      unwrap(await createMigrator(handle).migrateTo('0011_article_search'));
+      unwrap(await createMigrator(handle).migrateTo('0010_webhook_queue'));
+      await migrateToLatest(handle);
       expect(await titlesFound('uber')).toEqual(['Über Café']);
     });
   });
@@ -150,7 +152,7 @@ for (const kind of DATABASES) {
       // Spaced as no trigger writes it: a rewrite would show.
       await sql`insert into articles (id, slug, title, description, body, author_id, tag_list, created_at, updated_at) values
         (1, 'listed', 't', 'd', 'b', 1, '[ "x" ]', 1, 1), (2, 'unlisted', 't', 'd', 'b', 1, '[]', 2, 2)`.execute(db);
-      await sql`insert into article_tags (article_id, tag_id, article_created_at) values (1, 1, 1), (2, 2, 2)`.execute(db);
+      await sql`insert into article_tags (article_id, tag_id, article_listed_at) values (1, 1, 1), (2, 2, 2)`.execute(db);
       const lists = () => db.selectFrom('articles').select(['id', 'tag_list']).orderBy('id').execute();
       expect(await lists()).toEqual([
         { id: 1, tag_list: '[ "x" ]' },
