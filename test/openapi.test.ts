@@ -98,12 +98,26 @@ const parameterKeys = (operation: Node, root: Node) =>
  * What this server adds to the spec's own operations, none of it needed by a client written for the spec: optional
  * query parameters, and answer fields such clients ignore. Anything else extra is still a difference.
  */
+const LIFECYCLE_FIELDS = ['publishAt', 'publishedAt', 'status'];
 const ADDITIONS: Record<string, string[]> = {
   'GET /articles': ['query:cursor', 'query:q'],
   'GET /articles 200': ['nextCursor'],
-  'GET /articles 200.articles[]': ['snippet'],
+  'GET /articles 200.articles[]': ['snippet', ...LIFECYCLE_FIELDS],
   'GET /articles/feed': ['query:cursor'],
   'GET /articles/feed 200': ['nextCursor'],
+  'GET /articles/feed 200.articles[]': LIFECYCLE_FIELDS,
+  // Every article object carries its lifecycle, and creating or editing one may set it (CONTRACT.md, Lifecycle).
+  'POST /articles request.article': ['publishAt', 'status'],
+  'PUT /articles/{slug} request.article': ['publishAt', 'status'],
+  ...Object.fromEntries(
+    [
+      'POST /articles 201',
+      'GET /articles/{slug} 200',
+      'PUT /articles/{slug} 200',
+      'POST /articles/{slug}/favorite 200',
+      'DELETE /articles/{slug}/favorite 200',
+    ].map((answer) => [`${answer}.article`, LIFECYCLE_FIELDS]),
+  ),
 };
 const withoutAdditions = (where: string, names: string[]) => names.filter((name) => !ADDITIONS[where]?.includes(name));
 
@@ -192,7 +206,7 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /articles': [...WITH_BODY, 401, 409],
   'GET /articles/feed': [...ANY, 401, 422],
   'GET /articles/{slug}': [...ANY, 401, 404, 422],
-  'PUT /articles/{slug}': [...WITH_BODY, 401, 403, 404, 412],
+  'PUT /articles/{slug}': [...WITH_BODY, 401, 403, 404, 409, 412],
   'DELETE /articles/{slug}': [...WITH_BODY, 401, 403, 404, 412],
   'POST /articles/{slug}/favorite': [...WITH_BODY, 401, 404, 409],
   'DELETE /articles/{slug}/favorite': [...WITH_BODY, 401, 404],
@@ -200,6 +214,7 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'POST /articles/{slug}/comments': [...WITH_BODY, 401, 404, 409],
   'DELETE /articles/{slug}/comments/{id}': [...WITH_BODY, 401, 403, 404],
   'GET /tags': ANY,
+  'GET /user/articles': [...ANY, 401, 422],
   'GET /notifications': [...ANY, 401, 422],
   'POST /notifications/read': [...WITH_BODY, 401, 409],
   'POST /webhooks': [...WITH_BODY, 401, 409],

@@ -305,6 +305,7 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
       ['favorites_count', 'int'],
       ['tag_list', 'text'],
       ['published_at', 'bigint'],
+      ['listed_at', 'bigint'],
       ['created_at', 'bigint'],
       ['updated_at', 'bigint'],
     ],
@@ -328,7 +329,8 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
           JSON.stringify(
             Array.from(plan.articleTags.subarray(plan.articleTagStart[article]!, plan.articleTagStart[article + 1]!), tagName),
           ),
-          // Every seeded article is published at its creation, as the API does without a status.
+          // Every seeded article is published at its creation, as the API does without a status: listed from then on.
+          created,
           created,
           created,
           updated,

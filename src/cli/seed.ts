@@ -376,6 +376,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
           body: paragraphs.join('\n\n'),
           author_id: userIds[author()]!,
           published_at: createdAt,
+          listed_at: createdAt,
           created_at: createdAt,
           updated_at: createdAt + below(3) * DAY_MS,
           tag_list: JSON.stringify(tagList),

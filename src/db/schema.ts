@@ -1,4 +1,4 @@
-import type { Generated, GeneratedAlways, Insertable, Kysely, Selectable } from 'kysely';
+import type { Generated, Insertable, Kysely, Selectable } from 'kysely';
 
 /** Timestamps are epoch milliseconds in a BIGINT/INTEGER column: identical on both databases and cheap to sort. */
 type EpochMs = number;
@@ -57,10 +57,11 @@ export interface ArticlesTable {
   /** 1 while the author's account is being deleted: public to nobody but its author, whatever its status. */
   withheld: Generated<number>;
   /**
-   * Computed by the database (migration 0013): when the article is or becomes public (publishedAt, or publishAt while
-   * scheduled), null when it is not to be public. Every public read asks `listed_at <= now` (articles/visibility.ts).
+   * When the article is or becomes public (publishedAt, or publishAt while scheduled), null when it is not to be
+   * public: every public read asks `listed_at <= now` (articles/visibility.ts). Writers set it with `listedAt`; a
+   * check constraint (migration 0013) refuses any other value.
    */
-  listed_at: GeneratedAlways<EpochMs | null>;
+  listed_at: EpochMs | null;
   created_at: EpochMs;
   updated_at: EpochMs;
 }

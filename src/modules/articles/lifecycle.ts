@@ -80,7 +80,10 @@ export function nextState(current: StoredState, requested: RequestedState, now: 
   return { status, publish_at: null, published_at: status === 'published' ? (current.published_at ?? now) : current.published_at };
 }
 
-/** The stored state as readers see it at `now`: a scheduled article whose time has come is published. */
+/**
+ * The stored state as readers see it at `now`: a scheduled article whose time has come is published. `stored` itself
+ * when they agree, so that a caller can tell a due publication by identity.
+ */
 export function currentState(stored: StoredState, now: number): StoredState {
   if (stored.status === 'scheduled' && stored.publish_at !== null && stored.publish_at <= now) {
     return { status: 'published', publish_at: null, published_at: stored.published_at ?? stored.publish_at };

@@ -149,7 +149,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: SlugParams,
         headers: IfMatchHeaders,
         body: UpdateArticleBody,
-        response: { 200: ArticleResponse, ...errorResponses(401, 403, 404, 412, 422) },
+        response: { 200: ArticleResponse, ...errorResponses(401, 403, 404, 409, 412, 422) },
       },
       // The answer is the article as its author would GET it now: its ETag lets the next edit send If-Match at once.
       onSend: async (_request, reply, payload) => {

@@ -1,6 +1,6 @@
 import type { ExpressionBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
-import type { Database } from '../../db/schema.js';
+import type { ArticleStatus, Database } from '../../db/schema.js';
 
 /**
  * Who may see an article, in one place. `listed_at` (computed by the database, migration 0013) is when the article
@@ -12,6 +12,29 @@ import type { Database } from '../../db/schema.js';
  * `listedLinks`), and every read of one article by its slug goes through `visibleTo`.
  */
 export const publicAt = (eb: ExpressionBuilder<Database, 'articles'>, now: number) => eb('articles.listed_at', '<=', now);
+
+/**
+ * The `listed_at` an article in this state carries (the database's check constraint holds writers to it): its
+ * publication while published, its publishAt while scheduled, null while a draft, unpublished or withheld.
+ */
+export function listedAt(article: { status: ArticleStatus; publish_at: number | null; published_at: number | null; withheld: number }) {
+  if (article.withheld !== 0) return null;
+  if (article.status === 'published') return article.published_at;
+  return article.status === 'scheduled' ? article.publish_at : null;
+}
+
+/** The same rule in SQL, for a statement that changes many articles at once (an account withheld and back). */
+export const listedAtOfRow = (eb: ExpressionBuilder<Database, 'articles'>, withheld: number) =>
+  withheld !== 0
+    ? eb.val(null)
+    : eb
+        .case()
+        .when('articles.status', '=', 'published')
+        .then(eb.ref('articles.published_at'))
+        .when('articles.status', '=', 'scheduled')
+        .then(eb.ref('articles.publish_at'))
+        .else(null)
+        .end();
 
 /** The articles anyone may see now: where every public list, feed and count starts. */
 export const publicArticles = (db: Executor, now = Date.now()) => db.selectFrom('articles').where('articles.listed_at', '<=', now);

@@ -11,7 +11,7 @@ import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 import { byCodePoint, normalizeTags } from './tags.js';
 import { getArticleAnswer } from './view.js';
-import { visibleTo } from './visibility.js';
+import { listedAt, visibleTo } from './visibility.js';
 
 const SLUG_ATTEMPTS = 5;
 
@@ -132,6 +132,7 @@ export function createArticle(db: Executor, author: Actor, article: NewArticle, 
         // The final list, so that linking the tags below leaves the row alone (migration 0012).
         tag_list: JSON.stringify(tagList),
         ...state,
+        listed_at: listedAt({ ...state, withheld: 0 }),
         created_at: now,
         updated_at: now,
       })
@@ -215,7 +216,7 @@ function storedState(trx: Executor, id: number) {
 export async function recordDuePublication(trx: Executor, id: number, now: number): Promise<boolean> {
   const due = await trx
     .selectFrom('articles')
-    .select(['id', 'author_id', 'publish_at'])
+    .select(['id', 'author_id', 'publish_at', 'published_at', 'withheld'])
     .where('id', '=', id)
     .where('status', '=', 'scheduled')
     .where('publish_at', '<=', now)
@@ -223,10 +224,11 @@ export async function recordDuePublication(trx: Executor, id: number, now: numbe
     .executeTakeFirst();
   if (due === undefined) return false;
   const publishAt = due.publish_at!;
+  const published = { status: 'published' as const, publish_at: null, published_at: due.published_at ?? publishAt };
   await lockCounted(trx, due);
   await trx
     .updateTable('articles')
-    .set((eb) => ({ status: 'published', published_at: eb.fn.coalesce('published_at', eb.val(publishAt)), publish_at: null }))
+    .set({ ...published, listed_at: listedAt({ ...published, withheld: due.withheld }) })
     .where('id', '=', id)
     .execute();
   const answer = await getArticleAnswer(trx, { id }, null);
@@ -262,9 +264,12 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
   const write = async (trx: Executor, slug?: string) => {
     await lockArticle(trx, article.id);
     await precondition?.(trx);
-    if (currentState(article, now).status !== article.status) await recordDuePublication(trx, article.id, now);
-    const before = await storedState(trx, article.id);
+    let before = await storedState(trx, article.id);
     if (before === undefined) return undefined;
+    if (currentState(before, now) !== before) {
+      await recordDuePublication(trx, article.id, now);
+      before = (await storedState(trx, article.id))!;
+    }
     const next = nextState(before, { status, publishAt }, now);
     if (next !== undefined) await lockCounted(trx, article);
     await trx
@@ -277,7 +282,7 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
         ...(content.body !== undefined && { body: content.body }),
         // With the text, in one rewrite of the row and its search entry; the links below then leave it alone.
         ...(tagList !== undefined && { tag_list: JSON.stringify(tagList) }),
-        ...next,
+        ...(next !== undefined && { ...next, listed_at: listedAt({ ...next, withheld: before.withheld }) }),
       })
       .where('id', '=', article.id)
       .execute();
