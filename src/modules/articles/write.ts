@@ -71,8 +71,7 @@ async function lockTags(trx: Executor, names: string[], alsoLocked: number[] = [
 }
 
 /** The key a link row carries (migration 0013): the article's publication while it is listed, else null. */
-const linkKey = (article: Pick<ArticleRef, 'withheld'> & StoredState) =>
-  article.withheld === 0 && article.status === 'published' ? article.published_at : null;
+const linkKey = (article: Pick<ArticleRef, 'withheld'> & StoredState) => (article.status === 'published' ? listedAt(article) : null);
 
 function linkTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'withheld'> & StoredState, tagIds: number[]) {
   if (tagIds.length === 0) return Promise.resolve();
@@ -202,9 +201,18 @@ async function lockCounted(trx: Executor, article: Pick<ArticleRef, 'id' | 'auth
     .execute();
 }
 
-/** The lifecycle columns as stored now, inside the write's transaction; undefined when the article is gone. */
+/**
+ * The lifecycle columns as stored now, inside the write's transaction; undefined when the article is gone. On
+ * PostgreSQL the row is locked for the rest of the transaction (as lockArticle does), so that a transition or a
+ * precondition judged on it still holds at commit.
+ */
 function storedState(trx: Executor, id: number) {
-  return trx.selectFrom('articles').select(['status', 'publish_at', 'published_at', 'withheld']).where('id', '=', id).executeTakeFirst();
+  return trx
+    .selectFrom('articles')
+    .select(['status', 'publish_at', 'published_at', 'withheld'])
+    .where('id', '=', id)
+    .$if(dialectOf(trx) === 'postgres', (query) => query.forUpdate())
+    .executeTakeFirst();
 }
 
 /**
@@ -262,10 +270,9 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
   const tagList = content.tagList === undefined ? undefined : normalizeTags(content.tagList);
   const contentChanged = Object.values(content).some((value) => value !== undefined);
   const write = async (trx: Executor, slug?: string) => {
-    await lockArticle(trx, article.id);
-    await precondition?.(trx);
     let before = await storedState(trx, article.id);
     if (before === undefined) return undefined;
+    await precondition?.(trx);
     if (currentState(before, now) !== before) {
       await recordDuePublication(trx, article.id, now);
       before = (await storedState(trx, article.id))!;
