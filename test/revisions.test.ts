@@ -295,7 +295,9 @@ for (const kind of DATABASES) {
       await sql`insert into articles (id, slug, title, description, body, author_id, tag_list, status, created_at, updated_at) values
         (1, 'one', 'One', 'd1', 'b1', 1, '["y", "x"]', 'published', 1, 10),
         (2, 'two', 'Two', 'd2', 'b2', 1, '[]', 'draft', 2, 20)`.execute(handle.db);
-      unwrap(await createMigrator(handle).migrateTo('0014_article_revisions'));
+      const progress: string[] = [];
+      unwrap(await createMigrator(handle, (message) => progress.push(message)).migrateTo('0014_article_revisions'));
+      expect(progress).toEqual([expect.stringMatching(/^0014: a revision of each of 2 articles \(\d+\.\d s\)$/)]);
       const rows = await handle.db
         .selectFrom('article_revisions')
         .select(['article_id', 'title', 'description', 'body', 'tag_list', 'created_at'])

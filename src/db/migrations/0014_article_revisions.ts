@@ -27,9 +27,11 @@ export function articleRevisions(dialect: Dialect, progress: MigrationProgress) 
         .addColumn('tag_list', 'text', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
-      await sql`insert into article_revisions (article_id, title, description, body, tag_list, created_at)
+      const copied = await sql`insert into article_revisions (article_id, title, description, body, tag_list, created_at)
         select id, title, description, body, tag_list, updated_at from articles order by id`.execute(db);
-      progress(`0014: a revision of every article (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+      // Said only when there was work, as the search index's backfill does: an empty database migrates silently.
+      const articles = Number(copied.numAffectedRows ?? 0);
+      if (articles > 0) progress(`0014: a revision of each of ${articles} articles (${((Date.now() - started) / 1000).toFixed(1)} s)`);
       // An article's revisions newest first, the cascade of its deletion, and the trim past the newest 100.
       await db.schema.createIndex('article_revisions_article_idx').on('article_revisions').columns(['article_id', 'id']).execute();
     },
