@@ -14,6 +14,7 @@ import { eventsRoutes } from './modules/events/routes.js';
 import { feedsRoutes } from './modules/feeds/routes.js';
 import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
+import { revisionsRoutes } from './modules/revisions/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
 import { installAuth } from './modules/users/auth.js';
 import { prepareDecoy } from './modules/users/passwords.js';
@@ -154,6 +155,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(profilesRoutes);
       await api.register(articlesRoutes);
       await api.register(commentsRoutes);
+      await api.register(revisionsRoutes);
       await api.register(tagsRoutes);
       await api.register(notificationsRoutes);
       await api.register(webhooksRoutes);

@@ -213,6 +213,9 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'GET /articles/{slug}/comments': [...ANY, 401, 404, 422],
   'POST /articles/{slug}/comments': [...WITH_BODY, 401, 404, 409],
   'DELETE /articles/{slug}/comments/{id}': [...WITH_BODY, 401, 403, 404],
+  'GET /articles/{slug}/revisions': [...ANY, 401, 404, 422],
+  'GET /articles/{slug}/revisions/{id}': [...ANY, 401, 404, 422],
+  'POST /articles/{slug}/revisions/{id}/restore': [...WITH_BODY, 401, 404, 409, 412],
   'GET /tags': ANY,
   'GET /user/articles': [...ANY, 401, 422],
   'GET /notifications': [...ANY, 401, 422],
@@ -353,7 +356,12 @@ describe('OpenAPI document', () => {
         expect(operation.responses['304'], where).toBeUndefined();
       }
       expect(headers.includes('if-modified-since'), where).toBe(where === 'GET /profiles/{username}');
-      const takesIfMatch = ['PUT /articles/{slug}', 'DELETE /articles/{slug}', 'PUT /user'].includes(where);
+      const takesIfMatch = [
+        'PUT /articles/{slug}',
+        'DELETE /articles/{slug}',
+        'POST /articles/{slug}/revisions/{id}/restore',
+        'PUT /user',
+      ].includes(where);
       expect(headers.includes('if-match'), where).toBe(takesIfMatch);
       expect(operation.responses['412'] !== undefined, where).toBe(takesIfMatch);
     }

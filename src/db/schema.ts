@@ -69,6 +69,18 @@ export interface ArticlesTable {
 export const ARTICLE_STATUSES = ['draft', 'scheduled', 'published', 'unpublished'] as const;
 export type ArticleStatus = (typeof ARTICLE_STATUSES)[number];
 
+/** A kept version of an article's content (modules/revisions): one per create and per edit that changed it. */
+export interface ArticleRevisionsTable {
+  id: Generated<number>;
+  article_id: number;
+  title: string;
+  description: string;
+  body: string;
+  /** The tag names as a JSON array. */
+  tag_list: string;
+  created_at: EpochMs;
+}
+
 export interface TagsTable {
   id: Generated<number>;
   name: string;
@@ -197,6 +209,7 @@ export interface Database {
   users: UsersTable;
   follows: FollowsTable;
   articles: ArticlesTable;
+  article_revisions: ArticleRevisionsTable;
   tags: TagsTable;
   article_tags: ArticleTagsTable;
   favorites: FavoritesTable;

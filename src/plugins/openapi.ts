@@ -157,6 +157,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'articles', description: 'Articles, lists and the personal feed' },
         { name: 'favorites', description: 'Favoriting articles' },
         { name: 'comments', description: 'Comments on articles' },
+        { name: 'revisions', description: "The kept versions of an article's content, for its author" },
         { name: 'tags', description: 'Tags in use' },
         { name: 'notifications', description: 'What others did to you or your articles, and how far you have read' },
         { name: 'webhooks', description: 'Your endpoints that receive signed events, and their delivery log' },

@@ -8,6 +8,7 @@ import { BODY_LIMIT } from '../../src/app.js';
 import { ArticleListResponse, ArticleResponse } from '../../src/modules/articles/schemas.js';
 import { CommentListResponse, CommentResponse } from '../../src/modules/comments/schemas.js';
 import { ProfileResponse } from '../../src/modules/profiles/schemas.js';
+import { RevisionListResponse, RevisionResponse } from '../../src/modules/revisions/schemas.js';
 import { UserResponse } from '../../src/modules/users/schemas.js';
 import { TEST_SECRET } from './app.js';
 import { call, createArticle, registerUser, type TestUser } from './client.js';
@@ -292,6 +293,9 @@ function routes(fixture: Fixture): RouteSpec[] {
     { method: 'GET', path: '/api/articles/:slug/comments', status: 200, schema: CommentListResponse },
     { method: 'POST', path: '/api/articles/:slug/comments', status: 201, schema: CommentResponse, body: body.newComment },
     { method: 'DELETE', path: '/api/articles/:slug/comments/:id', status: 204 },
+    { method: 'GET', path: '/api/articles/:slug/revisions', status: 200, schema: RevisionListResponse },
+    { method: 'GET', path: '/api/articles/:slug/revisions/:id', status: 200, schema: RevisionResponse },
+    { method: 'POST', path: '/api/articles/:slug/revisions/:id/restore', status: 200, schema: ArticleResponse },
     { method: 'GET', path: '/api/tags', status: 200, schema: TagsResponse },
     { method: 'GET', path: '/health/live', status: 200, schema: HealthResponse },
     { method: 'GET', path: '/health/ready', status: 200, schema: HealthResponse },

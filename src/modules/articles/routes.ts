@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import type { Executor } from '../../db/index.js';
 import { forbidden, notFound, unprocessable } from '../../errors.js';
@@ -22,7 +22,7 @@ import { getArticleAnswer } from './view.js';
 import { createArticle, deleteArticle, existingArticleRef, setFavorite, updateArticle } from './write.js';
 
 /** A page starts at an offset or after a cursor; both at once would be ambiguous. */
-function pageOf(page: Page): Page {
+export function pageOf<P extends Page>(page: P): P {
   if (page.cursor !== undefined && page.offset > 0) throw unprocessable('cursor', 'cannot be combined with offset');
   return page;
 }
@@ -30,21 +30,30 @@ function pageOf(page: Page): Page {
 /** Fastify's serialiser API is typed for plain JSON Schema objects; a TypeBox schema is one. */
 const ARTICLE_SCHEMA = ArticleResponse as unknown as Record<string, unknown>;
 
+/** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
+const articleView = async (db: Executor, where: { slug: string } | { id: number }, viewer: number | null) => {
+  const answer = await getArticleAnswer(db, where, viewer);
+  if (answer === undefined) throw notFound('article');
+  return answer;
+};
+
+/**
+ * If-Match, judged on the ETag a GET of the article by this requester would carry now: its answer, serialised by the
+ * same schema, hashed. Existence and ownership are settled before, so 404 and 403 come first, as RFC 9110 orders them.
+ */
+export const unchangedSinceRead = (request: FastifyRequest, reply: FastifyReply, id: number, viewer: number) =>
+  ifMatchPrecondition(request, async (trx) => strongTag(reply.serializeInput(await articleView(trx, { id }, viewer), ARTICLE_SCHEMA)));
+
+/**
+ * For the writes that answer the article as its author would GET it now: the answer's ETag lets the next edit send
+ * If-Match at once.
+ */
+export const tagEditedArticle: onSendHookHandler = async (_request, reply, payload) => {
+  if (reply.statusCode === 200 && typeof payload === 'string') reply.header('etag', strongTag(payload));
+  return payload;
+};
+
 export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
-  const articleView = async (db: Executor, where: { slug: string } | { id: number }, viewer: number | null) => {
-    const answer = await getArticleAnswer(db, where, viewer);
-    if (answer === undefined) throw notFound('article');
-    return answer;
-  };
-
-  /**
-   * If-Match, judged on the ETag a GET of the article by this requester would carry now: its answer, serialised by the
-   * same schema, hashed. Existence and ownership are settled before, so 404 and 403 come first, as RFC 9110 orders them.
-   */
-  const unchangedSinceRead = (request: FastifyRequest, reply: FastifyReply, id: number, viewer: number) =>
-    ifMatchPrecondition(request, async (trx) => strongTag(reply.serializeInput(await articleView(trx, { id }, viewer), ARTICLE_SCHEMA)));
-
   /** Existence (404) before ownership (403), as the contract orders them. */
   const ownArticle = async (db: Executor, slug: string, userId: number) => {
     const article = await existingArticleRef(db, slug, userId);
@@ -151,11 +160,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: UpdateArticleBody,
         response: { 200: ArticleResponse, ...errorResponses(401, 403, 404, 409, 412, 422) },
       },
-      // The answer is the article as its author would GET it now: its ETag lets the next edit send If-Match at once.
-      onSend: async (_request, reply, payload) => {
-        if (reply.statusCode === 200 && typeof payload === 'string') reply.header('etag', strongTag(payload));
-        return payload;
-      },
+      onSend: tagEditedArticle,
     },
     async (request, reply) => {
       const me = signedIn(request).account.id;

@@ -67,7 +67,7 @@ export const UpdateArticleBody = Wrapped(
 
 export const SlugParams = Type.Object({ slug: UrlText({ minLength: 1, maxLength: 512 }) });
 
-const Paging = {
+export const Paging = {
   limit: Defaulted(UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 })),
   offset: Defaulted(UrlInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
   cursor: Type.Optional(

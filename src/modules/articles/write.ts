@@ -5,6 +5,7 @@ import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
+import { keepEditedRevision, keepRevision } from '../revisions/queries.js';
 import type { Account } from '../users/queries.js';
 import { currentState, initialState, isListed, nextState, type StoredState } from './lifecycle.js';
 import type { ArticleChanges, NewArticle } from './schemas.js';
@@ -138,6 +139,7 @@ export function createArticle(db: Executor, author: Actor, article: NewArticle, 
       .returning('id')
       .executeTakeFirstOrThrow();
     await linkTags(trx, { id, withheld: 0, ...state }, tagIds);
+    await keepRevision(trx, id, { title: article.title, description: article.description, body: article.body, tagList }, now);
     const answer = {
       article: {
         slug,
@@ -202,14 +204,14 @@ async function lockCounted(trx: Executor, article: Pick<ArticleRef, 'id' | 'auth
 }
 
 /**
- * The lifecycle columns as stored now, inside the write's transaction; undefined when the article is gone. On
- * PostgreSQL the row is locked for the rest of the transaction (as lockArticle does), so that a transition or a
- * precondition judged on it still holds at commit.
+ * The lifecycle and content columns as stored now, inside the write's transaction (what the edit is judged on, and
+ * whether it changed the content); undefined when the article is gone. On PostgreSQL the row is locked for the rest
+ * of the transaction (as lockArticle does), so that a transition or a precondition judged on it still holds at commit.
  */
 function storedState(trx: Executor, id: number) {
   return trx
     .selectFrom('articles')
-    .select(['status', 'publish_at', 'published_at', 'withheld'])
+    .select(['status', 'publish_at', 'published_at', 'withheld', 'title', 'description', 'body', 'tag_list'])
     .where('id', '=', id)
     .$if(dialectOf(trx) === 'postgres', (query) => query.forUpdate())
     .executeTakeFirst();
@@ -294,12 +296,15 @@ export async function updateArticle(db: Executor, article: ArticleRef, changes: 
       .where('id', '=', article.id)
       .execute();
     if (tagList !== undefined) await replaceTags(trx, { ...article, ...before, ...next }, tagList);
+    if (contentChanged) await keepEditedRevision(trx, article.id, before, { ...content, tagList }, updatedAt);
     const answer = await authorsView(trx, article.id, article.author_id);
     const after = { ...before, ...next };
     const event = { actorId: article.author_id, ownerId: article.author_id, articleId: article.id };
     const wasPublic = isPublicNow(before, now);
     const isPublic = isPublicNow(after, now);
-    if (contentChanged) await appendEvent(trx, { ...event, type: 'article.updated', data: eventArticle(answer), public: isPublic }, now);
+    // A transition alone is told by its own event; any other update (an empty one too: updatedAt moved) is an update.
+    const transitionOnly = !contentChanged && (status !== undefined || publishAt !== undefined);
+    if (!transitionOnly) await appendEvent(trx, { ...event, type: 'article.updated', data: eventArticle(answer), public: isPublic }, now);
     if (!wasPublic && isPublic) await appendEvent(trx, { ...event, type: 'article.published', data: eventArticle(answer) }, now);
     if (wasPublic && !isPublic) {
       await appendEvent(trx, { ...event, type: 'article.unpublished', data: { article: mentionOf(answer.article) } }, now);
