@@ -18,6 +18,7 @@ import { revisionsRoutes } from './modules/revisions/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
 import { installAuth } from './modules/users/auth.js';
 import { prepareDecoy } from './modules/users/passwords.js';
+import { scheduleAccountPurge } from './modules/users/purge.js';
 import { usersRoutes } from './modules/users/routes.js';
 import { createTokenService, type TokenService } from './modules/users/tokens.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
@@ -166,6 +167,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   if (config.webhooks.deliver) installDeliveryWorker(app, database, metrics);
   if (config.lifecycle.publishScheduled) installPublicationScheduler(app, database.writer);
+  // Every process: each account is purged by one of them, whichever comes first.
+  scheduleAccountPurge(app, database.writer);
 
   await prepareDecoy();
   return app;

@@ -116,6 +116,8 @@ export interface OverloadConfig {
 export interface LifecycleConfig {
   /** This process records scheduled articles' publications (articles/scheduler.ts). */
   publishScheduled: boolean;
+  /** How long a leaving account waits before it is purged (users/leaving.ts); 0 purges at once. */
+  deletionGraceMs: number;
 }
 
 export interface WebhookConfig {
@@ -155,12 +157,12 @@ const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 
 
 type Env = Record<string, string | undefined>;
 
-/** Accepts a number of seconds or a number with a unit: 90s, 15m, 12h, 30d. */
-export function parseDuration(raw: string, name: string): number {
+/** Accepts a number of seconds or a number with a unit: 90s, 15m, 12h, 30d; 0 only where `minimum` is 0. */
+export function parseDuration(raw: string, name: string, minimum = 1): number {
   const match = /^(\d+)\s*([smhd]?)$/.exec(raw.trim());
   const amount = match ? Number(match[1]) : NaN;
   const seconds = amount * (DURATION_UNITS[match?.[2] || 's'] ?? NaN);
-  if (!Number.isSafeInteger(seconds) || seconds < 1) {
+  if (!Number.isSafeInteger(seconds) || seconds < minimum) {
     throw new ConfigError(`${name} must be a duration such as 3600, 90m, 12h or 30d, got "${raw}"`);
   }
   return seconds;
@@ -369,6 +371,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     },
     lifecycle: {
       publishScheduled: settings.SCHEDULED_PUBLISHING === 'on',
+      deletionGraceMs: 1000 * parseDuration(settings.ACCOUNT_DELETION_GRACE, 'ACCOUNT_DELETION_GRACE', 0),
     },
     events: {
       perClient: settings.EVENT_STREAMS_PER_CLIENT,

@@ -17,12 +17,16 @@ export class HttpError extends Error {
 }
 
 export type TokenProblem = 'is missing' | 'is invalid' | 'has expired';
-export type Resource = 'article' | 'profile' | 'comment' | 'webhook' | 'event' | 'tag' | 'revision';
+export type Resource = 'article' | 'profile' | 'comment' | 'webhook' | 'event' | 'tag' | 'revision' | 'deletion';
 
 export const unauthorized = (problem: TokenProblem) => new HttpError(401, { token: [problem] });
 export const invalidCredentials = () => new HttpError(401, { credentials: ['invalid'] });
 export const unprocessable = (field: string, message: string) => new HttpError(422, { [field]: [message] });
 export const alreadyTaken = (field: string) => new HttpError(409, { [field]: ['has already been taken'] });
+/** The 409 of a username whose skeleton (identity.ts) is another account's, or a purged one's while it is reserved. */
+export const LOOKALIKE_USERNAME = 'looks too much like an existing username';
+/** A write by an account that is leaving: it must cancel its deletion first (users/leaving.ts). */
+export const accountLeaving = () => new HttpError(403, { account: ['is being deleted'] });
 /** A lifecycle transition the article's current state does not allow. */
 export const conflict = (field: string, message: string) => new HttpError(409, { [field]: [message] });
 export const notFound = (resource: Resource) => new HttpError(404, { [resource]: ['not found'] });

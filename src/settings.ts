@@ -14,12 +14,14 @@ export const MIN_SECRET_LENGTH = 32;
 
 /** Seconds, or a number with a unit; at most nine digits, so that any value converts to milliseconds exactly. */
 const DURATION_PATTERN = String.raw`^\s*0*[1-9]\d{0,8}\s*[smhd]?\s*$`;
+const DURATION_OR_ZERO_PATTERN = String.raw`^\s*(?:0+|0*[1-9]\d{0,8})\s*[smhd]?\s*$`;
 
-const duration = (fallback: string, description: string) =>
+/** `zero`: a duration where 0 means "at once" rather than a mistake. */
+const duration = (fallback: string, description: string, { zero = false } = {}) =>
   Type.String({
     default: fallback,
-    pattern: DURATION_PATTERN,
-    errorMessage: 'must be a duration such as 3600, 90m, 12h or 30d',
+    pattern: zero ? DURATION_OR_ZERO_PATTERN : DURATION_PATTERN,
+    errorMessage: `must be a duration such as 3600, 90m, 12h or 30d${zero ? ', or 0' : ''}`,
     description,
   });
 
@@ -226,6 +228,13 @@ export const SETTINGS = Type.Object(
         'counts); readers see them at their `publishAt` either way. Any number of processes may, on one database: each ' +
         'publication is recorded by one. `off` leaves it to the others: at least one process must have it on',
     }),
+    ACCOUNT_DELETION_GRACE: duration(
+      '30d',
+      'how long an account whose owner asked to delete it (`DELETE /api/user`) waits, hidden from everyone else, before it ' +
+        'is purged; the owner may cancel until then. `0` purges at once. Every process runs the purge; each account is ' +
+        'purged by one',
+      { zero: true },
+    ),
     WEBHOOK_TIMEOUT: duration(
       '10s',
       'time one webhook attempt may take, from resolving the host to the end of the answer; longer counts as a failure',

@@ -80,6 +80,7 @@ const MIGRATIONS = [
   '0012_tag_list_with_article',
   '0013_article_lifecycle',
   '0014_article_revisions',
+  '0015_account_deletion',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

@@ -72,7 +72,7 @@ describe('loadConfig', () => {
       overload: { maxEventLoopDelayMs: 1000, maxRssBytes: 0 },
       retention: { eventsMs: 30 * 86_400_000, readNotificationsMs: 90 * 86_400_000 },
       webhooks: { deliver: true, timeoutMs: 10_000, retryForMs: 24 * 3_600_000, allowLoopback: false, backoffBaseMs: 5_000 },
-      lifecycle: { publishScheduled: true },
+      lifecycle: { publishScheduled: true, deletionGraceMs: 30 * 86_400_000 },
       events: { perClient: 5, max: 1000, heartbeatMs: 15_000 },
       feeds: {
         siteName: 'Conduit',
@@ -363,6 +363,16 @@ describe('loadConfig', () => {
     for (const raw of ['0', '0d', '-5', 'abc', '10w', '1.5h', 'd', '99999999999999999999d']) {
       expect(configError(env({ JWT_EXPIRES_IN: raw })).message, raw).toContain('JWT_EXPIRES_IN');
     }
+  });
+
+  it('reads ACCOUNT_DELETION_GRACE, 0 (purge at once) included, while other durations still refuse 0', () => {
+    expect(loadConfig(env({ ACCOUNT_DELETION_GRACE: '0' })).lifecycle.deletionGraceMs).toBe(0);
+    expect(loadConfig(env({ ACCOUNT_DELETION_GRACE: '0d' })).lifecycle.deletionGraceMs).toBe(0);
+    expect(loadConfig(env({ ACCOUNT_DELETION_GRACE: '7d' })).lifecycle.deletionGraceMs).toBe(7 * 86_400_000);
+    for (const raw of ['-1', 'soon', '1.5d', '99999999999999999999d']) {
+      expect(configError(env({ ACCOUNT_DELETION_GRACE: raw })).message, raw).toContain('ACCOUNT_DELETION_GRACE');
+    }
+    expect(configError(env({ EVENT_RETENTION: '0' })).message).toContain('EVENT_RETENTION');
   });
 
   it('exposes the duration parser with the variable name in its errors', () => {

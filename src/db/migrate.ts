@@ -14,6 +14,7 @@ import { articleSearch, type MigrationProgress } from './migrations/0011_article
 import { tagListWithArticle } from './migrations/0012_tag_list_with_article.js';
 import { articleLifecycle } from './migrations/0013_article_lifecycle.js';
 import { articleRevisions } from './migrations/0014_article_revisions.js';
+import { accountDeletion } from './migrations/0015_account_deletion.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -36,6 +37,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0012_tag_list_with_article': tagListWithArticle(dialect),
     '0013_article_lifecycle': articleLifecycle(dialect, progress),
     '0014_article_revisions': articleRevisions(dialect, progress),
+    '0015_account_deletion': accountDeletion,
   };
   return new Migrator({
     db,

@@ -25,8 +25,19 @@ export interface UsersTable {
   /** Articles this user wrote and articles this user favorited, moved by triggers on those rows (migration 0005). */
   articles_count: Generated<number>;
   favorites_count: Generated<number>;
+  /**
+   * Set while the account is leaving (migration 0015): it is purged at this time, and until then it exists for itself
+   * alone (users/leaving.ts).
+   */
+  purge_at: EpochMs | null;
   created_at: EpochMs;
   updated_at: EpochMs;
+}
+
+/** A purged account's username, lookalike skeleton and email, as digests no other account may take until `until`. */
+export interface ReservedIdentitiesTable {
+  digest: string;
+  until: EpochMs;
 }
 
 export interface FollowsTable {
@@ -222,6 +233,7 @@ export interface Database {
   notification_marks: NotificationMarksTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  reserved_identities: ReservedIdentitiesTable;
 }
 
 /** A database handle or a transaction: every query function takes one as its first argument. */

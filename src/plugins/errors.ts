@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { uniqueViolation } from '../db/constraints.js';
 import { isUnavailable } from '../db/unavailable.js';
-import { alreadyTaken, HttpError } from '../errors.js';
+import { alreadyTaken, HttpError, LOOKALIKE_USERNAME } from '../errors.js';
 import { validationErrors } from './validation.js';
 
 type ErrorBody = { errors: Record<string, string[]> };
@@ -30,7 +30,7 @@ function toResponse(error: FastifyError | HttpError): [number, ErrorBody] | null
   // Unique keys decide whether a username or email is free; their violations are the 409s.
   const taken = uniqueViolation(error);
   if (taken === 'username' || taken === 'email') return [409, { errors: alreadyTaken(taken).errors }];
-  if (taken === 'lookalike') return [409, { errors: { username: ['looks too much like an existing username'] } }];
+  if (taken === 'lookalike') return [409, { errors: { username: [LOOKALIKE_USERNAME] } }];
   const known = error.code ? FRAMEWORK_ERRORS[error.code] : undefined;
   if (known) return known;
   // Other client errors raised by Fastify or its plugins (e.g. an aborted upload) keep their status.

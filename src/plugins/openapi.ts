@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyContextConfig, FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
+import { refusesLeaving } from '../modules/users/auth.js';
 import { packageInfo } from '../package-info.js';
 import { errorResponses } from '../schemas.js';
 import { takesIdempotencyKey } from './idempotency.js';
@@ -45,7 +46,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE']);
  * The error statuses a route can answer with that come from the plugins every request passes through rather than
  * from its handler, so its own schema does not list them: a URL that cannot be decoded (400), the general rate
  * limit (429), an unexpected failure (500), overload or an unavailable database (503); a token that is missing or
- * bad (401, auth.ts); a body that is not JSON, too large, of another media type or encoding, or with NUL characters
+ * bad (401, auth.ts), or a write by an account that is leaving (403, auth.ts); a body that is not JSON, too large, of another media type or encoding, or with NUL characters
  * or too deep (400, 413, 415, 422, errors.ts and json-body.ts); an idempotency key that is blank, reused or still
  * in use (422, 409, idempotency.ts); a query, path or body that fails its schema (422).
  */
@@ -56,6 +57,7 @@ function sharedErrorStatuses(route: RouteOptions, schema: FastifySchema): number
     for (const status of more) statuses.add(status);
   };
   if (route.config?.auth !== undefined) add(401);
+  if (refusesLeaving(route)) add(403);
   if (methods.some((method) => BODY_METHODS.has(method))) add(400, 413, 415, 422);
   if (takesIdempotencyKey(route.method)) add(409, 422);
   if (schema.params !== undefined || schema.querystring !== undefined || schema.body !== undefined) add(422);

@@ -3,6 +3,7 @@ import { asDriverError } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
 import { identityKey } from '../../identity.js';
+import { presentTo } from '../profiles/queries.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
 import {
   BM25_MATCHES_MAX,
@@ -52,8 +53,17 @@ const QUERY_CANCELED = '57014';
 export const olderThan = (time: string, id: string, cursor: TimeCursor) =>
   sql<SqlBool>`(${sql.ref(time)}, ${sql.ref(id)}) < (${cursor.at}, ${cursor.id})`;
 
-const userIdByName = (db: Executor, username: string) =>
-  db.selectFrom('users').select('users.id').where('users.username_key', '=', identityKey(username));
+/**
+ * A filter's user; none for an account that is leaving (users/leaving.ts), whose articles are withheld anyway: what
+ * it favorited is out of public lists as it is, and so for its owner too, who has GET /api/user/articles.
+ */
+const userByName = (db: Executor, username: string) =>
+  db
+    .selectFrom('users')
+    .where('users.username_key', '=', identityKey(username))
+    .where((eb) => presentTo(eb, null));
+
+const userIdByName = (db: Executor, username: string) => userByName(db, username).select('users.id');
 
 const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select('tags.id').where('tags.name', '=', name);
 
@@ -171,10 +181,9 @@ function totalMatching(db: Executor, filters: ArticleFilters, now: number) {
   if (active.length > 1) return filteredArticles(db, filters, now).select((eb) => eb.fn.countAll<number>().as('count'));
   if (filters.tag) return db.selectFrom('tags').select('article_count as count').where('name', '=', filters.tag);
   if (filters.author || filters.favorited) {
-    return db
-      .selectFrom('users')
-      .select(filters.author ? 'articles_count as count' : 'favorites_count as count')
-      .where('username_key', '=', identityKey((filters.author || filters.favorited)!));
+    return userByName(db, (filters.author || filters.favorited)!).select(
+      filters.author ? 'articles_count as count' : 'favorites_count as count',
+    );
   }
   return db
     .selectFrom('follows')
@@ -295,6 +304,7 @@ async function searchCandidates(
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
   // The index holds every article; only the public ones are candidates, each checked by its primary key.
   const indexed = sql.ref(`article_search.${postgres ? 'article_id' : 'rowid'}`);
+  // Kysely puts the subquery in parentheses itself: SQLite refuses `exists ((select ...))`.
   const isPublic = sql`and exists ${publicArticles(db, now).select('articles.id').where(sql<SqlBool>`articles.id = ${indexed}`)}`;
   const narrowing = [
     filters.author && db.selectFrom('articles').select('articles.id').where('articles.author_id', '=', userIdByName(db, filters.author)),

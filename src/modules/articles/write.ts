@@ -12,7 +12,7 @@ import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 import { byCodePoint, normalizeTags } from './tags.js';
 import { getArticleAnswer } from './view.js';
-import { listedAt, visibleTo } from './visibility.js';
+import { listedAt, listedAtOfRow, visibleTo } from './visibility.js';
 
 const SLUG_ATTEMPTS = 5;
 
@@ -179,11 +179,16 @@ async function lockArticle(trx: Executor, id: number): Promise<void> {
  * On PostgreSQL, locks what a change of the article's listing or its deletion moves through the triggers, in the
  * order every other write takes them: its tags in id order, then the users whose counts move (the author and
  * everyone who favorited it) in id order. Two deletes whose authors favorited each other's articles would otherwise
- * lock those two users in opposite orders. The article row must be locked already.
+ * lock those two users in opposite orders. The article row must be locked already. Without an `id`, the same for
+ * every article of the author.
  */
-async function lockCounted(trx: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>): Promise<void> {
+async function lockCounted(trx: Executor, article: Pick<ArticleRef, 'author_id'> & { id?: number }): Promise<void> {
   if (dialectOf(trx) !== 'postgres') return;
-  const links = await trx.selectFrom('article_tags').select('tag_id').where('article_id', '=', article.id).execute();
+  const ids =
+    article.id === undefined
+      ? trx.selectFrom('articles').select('articles.id').where('articles.author_id', '=', article.author_id)
+      : [article.id];
+  const links = await trx.selectFrom('article_tags').select('tag_id').distinct().where('article_id', 'in', ids).execute();
   await lockTags(
     trx,
     [],
@@ -195,11 +200,36 @@ async function lockCounted(trx: Executor, article: Pick<ArticleRef, 'id' | 'auth
     .where((eb) =>
       eb.or([
         eb('id', '=', article.author_id),
-        eb('id', 'in', eb.selectFrom('favorites').select('user_id').where('article_id', '=', article.id)),
+        eb('id', 'in', eb.selectFrom('favorites').select('user_id').where('article_id', 'in', ids)),
       ]),
     )
     .orderBy('id')
     .forNoKeyUpdate()
+    .execute();
+}
+
+/**
+ * On PostgreSQL, locks every article of the author, then what they count (lockCounted: their tags, then the author
+ * and everyone who favorited one), in the order every other write takes them: what `setWithheld` needs, and the
+ * author's own row with it.
+ */
+export async function lockAuthorsArticles(trx: Executor, authorId: number): Promise<void> {
+  if (dialectOf(trx) !== 'postgres') return;
+  await trx.selectFrom('articles').select('id').where('author_id', '=', authorId).orderBy('id').forUpdate().execute();
+  await lockCounted(trx, { author_id: authorId });
+}
+
+/**
+ * Withholds every article of the author from everyone else while the author's account is leaving, or gives them
+ * back (users/leaving.ts): one UPDATE, whose triggers move every count, link key and tag count (migration 0013), so
+ * that giving them back restores each exactly. lockAuthorsArticles first.
+ */
+export async function setWithheld(trx: Executor, authorId: number, withheld: boolean): Promise<void> {
+  const flag = withheld ? 1 : 0;
+  await trx
+    .updateTable('articles')
+    .set((eb) => ({ withheld: flag, listed_at: listedAtOfRow(eb, flag) }))
+    .where('author_id', '=', authorId)
     .execute();
 }
 
@@ -241,7 +271,8 @@ export async function recordDuePublication(trx: Executor, id: number, now: numbe
     .set({ ...published, listed_at: listedAt({ ...published, withheld: due.withheld }) })
     .where('id', '=', id)
     .execute();
-  const answer = await getArticleAnswer(trx, { id }, null);
+  // As its author sees it: an article withheld (its author is leaving) is not public, and anonymous readers see nothing.
+  const answer = eventArticle(await authorsView(trx, id, due.author_id));
   await appendEvent(
     trx,
     {
@@ -249,7 +280,9 @@ export async function recordDuePublication(trx: Executor, id: number, now: numbe
       actorId: due.author_id,
       ownerId: due.author_id,
       articleId: id,
-      data: { ...answer!, scheduledFor: toIso(publishAt), lateByMs: Math.max(0, now - publishAt) },
+      data: { ...answer, scheduledFor: toIso(publishAt), lateByMs: Math.max(0, now - publishAt) },
+      // Its author is leaving: published on time, for the author alone until they cancel.
+      public: due.withheld === 0,
     },
     now,
   );

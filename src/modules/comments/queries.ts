@@ -3,9 +3,9 @@ import { inTransaction } from '../../db/transaction.js';
 import { toIso } from '../../schemas.js';
 import { type Actor, type ArticleRef, findArticleRef, isPublicNow } from '../articles/write.js';
 import { appendEvent, mentionOf } from '../events/outbox.js';
-import { followedByViewer, toProfile } from '../profiles/queries.js';
+import { followedByViewer, presentTo, toProfile } from '../profiles/queries.js';
 
-/** All comments of an article with their authors, oldest first, in one query. */
+/** All comments of an article with their authors, oldest first, in one query; those of leaving accounts left out. */
 async function listComments(db: Executor, articleId: number, viewerId: number | null) {
   const rows = await db
     .selectFrom('comments')
@@ -21,6 +21,7 @@ async function listComments(db: Executor, articleId: number, viewerId: number | 
       followedByViewer(eb, viewerId).as('following'),
     ])
     .where('comments.article_id', '=', articleId)
+    .where((eb) => presentTo(eb, viewerId))
     .orderBy('comments.created_at')
     .orderBy('comments.id')
     .execute();

@@ -3,6 +3,7 @@ import type { Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
 import { withArticleView } from '../articles/view.js';
 import { publicArticles } from '../articles/visibility.js';
+import { presentTo } from '../profiles/queries.js';
 
 /** Articles per feed: each carries its whole rendered body, so this bounds an answer at about FEED_SIZE × BODY_MAX. */
 export const FEED_SIZE = 20;
@@ -15,6 +16,7 @@ export function findAuthor(db: Executor, username: string) {
     .selectFrom('users')
     .select(['id', 'username', 'updated_at'])
     .where('username_key', '=', identityKey(username))
+    .where((eb) => presentTo(eb, null))
     .executeTakeFirst();
 }
 

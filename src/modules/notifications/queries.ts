@@ -3,8 +3,18 @@ import type { Executor } from '../../db/index.js';
 import { pageOf } from '../../id-cursor.js';
 import { toIso } from '../../schemas.js';
 import type { NotificationKind } from '../events/catalogue.js';
-import { followedByViewer, toProfile } from '../profiles/queries.js';
+import { followedByViewer, leavingAccounts, toProfile } from '../profiles/queries.js';
 import { UNREAD_CAP } from './schemas.js';
+
+/**
+ * The recipient's notifications, but those about what a leaving account did (users/leaving.ts): until it is purged
+ * (and they with it) or comes back, it did nothing anyone else can see.
+ */
+const notificationsOf = (db: Executor, recipientId: number) =>
+  db
+    .selectFrom('notifications')
+    .where('notifications.recipient_id', '=', recipientId)
+    .where('notifications.actor_id', 'not in', leavingAccounts(db, recipientId));
 
 /**
  * The caller's notifications after the cursor, newest first, each with its actor, article, comment and endpoint, in
@@ -12,8 +22,7 @@ import { UNREAD_CAP } from './schemas.js';
  */
 function selectPage(db: Executor, recipientId: number, before: number | undefined, limit: number) {
   return (
-    db
-      .selectFrom('notifications')
+    notificationsOf(db, recipientId)
       .innerJoin('users', 'users.id', 'notifications.actor_id')
       .leftJoin('articles', 'articles.id', 'notifications.article_id')
       .leftJoin('comments', 'comments.id', 'notifications.comment_id')
@@ -33,7 +42,6 @@ function selectPage(db: Executor, recipientId: number, before: number | undefine
         'webhook_endpoints.id as endpoint_id',
         'webhook_endpoints.url as endpoint_url',
       ])
-      .where('notifications.recipient_id', '=', recipientId)
       .$if(before !== undefined, (query) => query.where('notifications.id', '<', before!))
       .orderBy('notifications.id', 'desc')
       // Written into the SQL as list.ts does for the same reason: the schema bounds it, and SQLite plans it better.
@@ -68,13 +76,7 @@ const readMark = (db: Executor, userId: number) =>
 const countUnread = (db: Executor, userId: number, readUpTo: Expression<number> | number) =>
   db
     .selectFrom(
-      db
-        .selectFrom('notifications')
-        .select('id')
-        .where('recipient_id', '=', userId)
-        .where('id', '>', readUpTo)
-        .limit(UNREAD_CAP)
-        .as('unread'),
+      notificationsOf(db, userId).select('notifications.id').where('notifications.id', '>', readUpTo).limit(UNREAD_CAP).as('unread'),
     )
     .select((eb) => eb.fn.countAll<number>().as('count'));
 

@@ -29,12 +29,26 @@ export function followedByViewer(eb: ExpressionBuilder<Database, 'users'>, viewe
   );
 }
 
+/**
+ * Whether the `users` row of the outer query exists for the viewer: an account that is leaving (users/leaving.ts)
+ * exists for itself alone until it is purged or its owner cancels. Its profile, comments and what it did to others
+ * are then the same 404 or absence as an account that never was.
+ */
+export function presentTo(eb: ExpressionBuilder<Database, 'users'>, viewerId: number | null) {
+  const staying = eb('users.purge_at', 'is', null);
+  return viewerId === null ? staying : eb.or([staying, eb('users.id', '=', viewerId)]);
+}
+
+/** The ids of the accounts leaving, the viewer's own apart: off a partial index that holds only those. */
+export const leavingAccounts = (db: Executor, viewerId: number) =>
+  db.selectFrom('users').select('users.id').where('users.purge_at', 'is not', null).where('users.id', '<>', viewerId);
+
 export function toProfile(row: { username: string; bio: string | null; image: string | null; following: unknown }) {
   // SQLite answers EXISTS with 0/1, PostgreSQL with a boolean.
   return { username: row.username, bio: row.bio, image: row.image, following: Boolean(row.following) };
 }
 
-/** One indexed lookup, with whether the viewer follows this user. */
+/** One indexed lookup, with whether the viewer follows this user; undefined for an account leaving, to all but itself. */
 export function findProfile(db: Executor, username: string, viewerId: number | null): Promise<ProfileRow | undefined> {
   return db
     .selectFrom('users')
@@ -47,6 +61,7 @@ export function findProfile(db: Executor, username: string, viewerId: number | n
       followedByViewer(eb, viewerId).as('following'),
     ])
     .where('users.username_key', '=', identityKey(username))
+    .where((eb) => presentTo(eb, viewerId))
     .executeTakeFirst();
 }
 

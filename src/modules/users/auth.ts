@@ -1,6 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { unauthorized } from '../../errors.js';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { accountLeaving, unauthorized } from '../../errors.js';
 import { withHookAfter } from '../../plugins/route-hooks.js';
+import { READ_METHODS } from '../../read-methods.js';
 import { type Account, findSignedInAccount } from './queries.js';
 
 export type AuthMode = 'required' | 'optional';
@@ -15,6 +16,8 @@ export interface CurrentUser {
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: AuthMode;
+    /** A write an account that is leaving may still make: repeating or cancelling its deletion (leaving.ts). */
+    whileLeaving?: boolean;
   }
   interface FastifyRequest {
     currentUser: CurrentUser | null;
@@ -45,11 +48,25 @@ export function installAuth(app: FastifyInstance): void {
     if (!current) throw unauthorized('is invalid');
     request.currentUser = { account, token, sessionId: claims.sessionId };
   };
+  // A preHandler, so that a request is judged on its shape (422) before this refusal.
+  const refuseLeaving = async (request: FastifyRequest) => {
+    if (request.currentUser !== null && request.currentUser.account.purge_at !== null) throw accountLeaving();
+  };
   app.addHook('onRoute', (route) => {
     const mode = route.config?.auth;
     // Route hooks run after the app's own onRequest hooks (CORS, security headers, limits), as this one did.
     if (mode !== undefined) route.onRequest = withHookAfter(route.onRequest, authenticate(mode));
+    if (refusesLeaving(route)) route.preHandler = withHookAfter(route.preHandler, refuseLeaving);
   });
+}
+
+/**
+ * Whether the route answers an account that is leaving (leaving.ts) with 403: every signed-in write but those that
+ * repeat or cancel its deletion. Reads stay open to it.
+ */
+export function refusesLeaving(route: Pick<RouteOptions, 'method' | 'config'>): boolean {
+  const writes = [route.method].flat().some((method) => !READ_METHODS.has(method));
+  return route.config?.auth !== undefined && writes && route.config.whileLeaving !== true;
 }
 
 /** The signed-in user on a route declared with `auth: 'required'`. */

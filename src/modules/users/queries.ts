@@ -1,10 +1,13 @@
+import type { ExpressionBuilder } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
 import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { identityKey, usernameSkeleton } from '../../identity.js';
 import { appendEvent } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
+import { refuseReserved } from './reservations.js';
 
-const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session'] as const;
+const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session', 'purge_at'] as const;
 
 export interface Account {
   id: number;
@@ -14,11 +17,20 @@ export interface Account {
   image: string | null;
   token_version: number;
   kept_session: string | null;
+  /** Set while the account is leaving (leaving.ts). */
+  purge_at: number | null;
 }
+
+/**
+ * An account whose purge time has come is gone, whether or not a purge pass has run yet (leaving.ts): no sign-in,
+ * no token, from that millisecond on.
+ */
+const notPurged = (now: number) => (eb: ExpressionBuilder<Database, 'users'>) =>
+  eb.or([eb('users.purge_at', 'is', null), eb('users.purge_at', '>', now)]);
 
 /** Behind every signed-in request: one primary-key lookup, so a revoked session or a deleted user is refused at once. */
 export function findSignedInAccount(db: Executor, id: number): Promise<Account | undefined> {
-  return db.selectFrom('users').select(ACCOUNT_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('users').select(ACCOUNT_COLUMNS).where('id', '=', id).where(notPurged(Date.now())).executeTakeFirst();
 }
 
 export function findLoginByEmail(db: Executor, email: string) {
@@ -26,13 +38,34 @@ export function findLoginByEmail(db: Executor, email: string) {
     .selectFrom('users')
     .select([...ACCOUNT_COLUMNS, 'password_hash'])
     .where('email_key', '=', identityKey(email))
+    .where(notPurged(Date.now()))
     .executeTakeFirst();
 }
 
-/** Writes the account and its `type` event in one transaction. */
-function withAccountEvent(db: Executor, type: 'user.registered' | 'user.updated', write: (trx: Executor) => Promise<Account>, now: number) {
+export async function findPasswordHash(db: Executor, id: number): Promise<string | undefined> {
+  return (await db.selectFrom('users').select('password_hash').where('id', '=', id).executeTakeFirst())?.password_hash;
+}
+
+/** Whether an account has this username, a leaving one included (it keeps its name until it is purged). */
+export async function isUsernameTaken(db: Executor, username: string): Promise<boolean> {
+  const holder = await db.selectFrom('users').select('id').where('username_key', '=', identityKey(username)).executeTakeFirst();
+  return holder !== undefined;
+}
+
+/**
+ * Writes the account and its `type` event in one transaction, refusing (409) a username or email in `claimed` that a
+ * purged account still reserves.
+ */
+function withAccountEvent(
+  db: Executor,
+  type: 'user.registered' | 'user.updated',
+  claimed: { username?: string; email?: string },
+  write: (trx: Executor) => Promise<Account>,
+  now: number,
+) {
   return inTransaction(db, async (trx) => {
     const account = await write(trx);
+    await refuseReserved(trx, claimed, now);
     // The account as others see it, never the email.
     const data = { profile: toProfile({ ...account, following: false }) };
     await appendEvent(trx, { type, actorId: account.id, ownerId: account.id, data }, now);
@@ -49,6 +82,7 @@ export function insertAccount(
   return withAccountEvent(
     db,
     'user.registered',
+    user,
     (trx) =>
       trx
         .insertInto('users')
@@ -95,6 +129,7 @@ export function updateAccount(
   return withAccountEvent(
     db,
     'user.updated',
+    { username, email: changes.email },
     async (trx) => {
       if (precondition !== undefined) {
         if (dialectOf(trx) === 'postgres') await trx.selectFrom('users').select('id').where('id', '=', id).forUpdate().execute();

@@ -2,15 +2,25 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { decodeJwt } from 'jose';
 import { uniqueViolation } from '../../db/constraints.js';
 import type { Executor } from '../../db/index.js';
-import { alreadyTaken, invalidCredentials, unauthorized } from '../../errors.js';
+import { alreadyTaken, invalidCredentials, notFound, unauthorized } from '../../errors.js';
 import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js';
 import type { SecretFreeReplay } from '../../plugins/idempotency.js';
-import { errorResponses, IfMatchHeaders } from '../../schemas.js';
-import { findProfile } from '../profiles/queries.js';
+import { errorResponses, IfMatchHeaders, toIso } from '../../schemas.js';
 import { signedIn } from './auth.js';
+import { cancelDeletion, requestDeletion } from './leaving.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { type Account, type AccountChanges, findLoginByEmail, findSignedInAccount, insertAccount, updateAccount } from './queries.js';
-import { LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
+import { purgeAccount } from './purge.js';
+import {
+  type Account,
+  type AccountChanges,
+  findLoginByEmail,
+  findPasswordHash,
+  findSignedInAccount,
+  insertAccount,
+  isUsernameTaken,
+  updateAccount,
+} from './queries.js';
+import { DeleteUserBody, DeletionResponse, LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
 import { canonicalUsername } from './username.js';
 
 const toUser = (account: Account, token: string) => ({
@@ -36,7 +46,7 @@ async function namingTakenUsername<T>(db: Executor, username: string | undefined
   try {
     return await write();
   } catch (error) {
-    if (username !== undefined && uniqueViolation(error) === 'lookalike' && (await findProfile(db, username, null))) {
+    if (username !== undefined && uniqueViolation(error) === 'lookalike' && (await isUsernameTaken(db, username))) {
       throw alreadyTaken('username');
     }
     throw error;
@@ -50,17 +60,18 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
    * account deleted since runs the request afresh.
    */
   const withFreshToken: SecretFreeReplay = {
+    // The account by its id alone, answered as it is at the replay: a stored answer holds no name or address that
+    // would outlive the account's purge (purge.ts). Answers stored with the user's fields replay the same way.
     stored(answer) {
       const { user } = JSON.parse(answer) as { user?: { token: string } };
       if (user === undefined) return answer;
-      const { token, ...rest } = user;
-      return JSON.stringify({ user: rest, account: Number(decodeJwt(token).sub) });
+      return JSON.stringify({ account: Number(decodeJwt(user.token).sub) });
     },
     async replayed(request, stored) {
-      const { user, account } = JSON.parse(stored) as { user?: object; account?: number };
+      const { account } = JSON.parse(stored) as { account?: number };
       if (account === undefined) return stored;
       const current = await findSignedInAccount(request.db, account);
-      return current && JSON.stringify({ user: { ...user, token: await app.tokens.issue(current) } });
+      return current && JSON.stringify(toUser(current, await app.tokens.issue(current)));
     },
   };
 
@@ -166,6 +177,83 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // After a password change every token is re-issued under the new version; the old one is kept only for
       // the session that made the change, so the client may keep using it while it switches over.
       return toUser(updated, password === undefined ? token : await app.tokens.issue(updated));
+    },
+  );
+
+  app.delete(
+    '/user',
+    {
+      config: { auth: 'required', whileLeaving: true },
+      schema: {
+        tags: ['users'],
+        operationId: 'DeleteCurrentUser',
+        summary: 'Delete the account',
+        description:
+          'The account is hidden from everyone else at once, every other session is signed out, and everything it holds ' +
+          'is purged at `purgeAt` unless `DELETE /api/user/deletion` cancels first. Asked again while pending: the same ' +
+          '`purgeAt`, nothing changed.',
+        body: DeleteUserBody,
+        response: { 202: DeletionResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { account, sessionId } = signedIn(request);
+      if (!(await verifyPassword(await findPasswordHash(request.db, account.id), request.body.user.password))) {
+        throw invalidCredentials();
+      }
+      const purgeAt = await requestDeletion(request.db, account, sessionId, app.config.lifecycle.deletionGraceMs, Date.now());
+      // Purged since its token was checked.
+      if (purgeAt === undefined) throw unauthorized('is invalid');
+      if (purgeAt <= Date.now()) {
+        // No grace: purged before the answer. Should that fail, the account is gone for the API all the same, and
+        // the next pass purges it.
+        await purgeAccount(request.db, account.id, Date.now()).catch((error: unknown) =>
+          request.log.warn({ err: error }, 'could not purge the account at once; the next pass will'),
+        );
+      }
+      return reply.code(202).send({ deletion: { purgeAt: toIso(purgeAt) } });
+    },
+  );
+
+  app.get(
+    '/user/deletion',
+    {
+      config: { auth: 'required' },
+      schema: {
+        tags: ['users'],
+        operationId: 'GetCurrentUserDeletion',
+        summary: "The account's pending deletion",
+        description: 'So that a client signing in learns that the account is leaving, and can offer to cancel.',
+        response: { 200: DeletionResponse, ...errorResponses(401, 404) },
+      },
+    },
+    async (request) => {
+      const purgeAt = signedIn(request).account.purge_at;
+      if (purgeAt === null) throw notFound('deletion');
+      return { deletion: { purgeAt: toIso(purgeAt) } };
+    },
+  );
+
+  app.delete(
+    '/user/deletion',
+    {
+      config: { auth: 'required', whileLeaving: true },
+      schema: {
+        tags: ['users'],
+        operationId: 'CancelCurrentUserDeletion',
+        summary: "Cancel the account's deletion",
+        description:
+          'Everything comes back as it was (sessions signed out by the deletion stay signed out); answers the user as ' +
+          '`GET /api/user` does, also when no deletion was pending.',
+        response: { 200: UserResponse, ...errorResponses(401) },
+      },
+    },
+    async (request, reply) => {
+      const { account, token } = signedIn(request);
+      // Too late: the purge time came since the token was checked, and the account is gone.
+      if (!(await cancelDeletion(request.db, account, Date.now()))) throw unauthorized('is invalid');
+      reply.header('etag', accountTag(account));
+      return toUser(account, token);
     },
   );
 };

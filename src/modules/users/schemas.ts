@@ -47,5 +47,17 @@ export const User = Type.Object({
 });
 export const UserResponse = Wrapped('user', User);
 
+/** The password again, so that a token alone (a device left signed in) cannot delete the account. */
+export const DeleteUserBody = Wrapped('user', Type.Object({ password: RequiredText(PASSWORD_MAX) }));
+export const DeletionResponse = Wrapped(
+  'deletion',
+  Type.Object({
+    purgeAt: Type.String({
+      format: 'date-time',
+      description: 'When the account and everything it holds are purged, unless cancelled first',
+    }),
+  }),
+);
+
 export type RegisterBody = Static<typeof RegisterBody>;
 export type UpdateUserBody = Static<typeof UpdateUserBody>;
