@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from 'typebox';
-import { Defaulted, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
+import { Defaulted, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 import { SEARCH_CANDIDATES, SEARCH_TEXT_MAX } from './search.js';
 
