@@ -295,7 +295,8 @@ async function searchCandidates(
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
   // The index holds every article; only the public ones are candidates, each checked by its primary key.
   const indexed = sql.ref(`article_search.${postgres ? 'article_id' : 'rowid'}`);
-  const isPublic = sql`and exists (${publicArticles(db, now).select('articles.id').where(sql<SqlBool>`articles.id = ${indexed}`)})`;
+  // Kysely writes the subquery in parentheses of its own: SQLite reads `exists ((select ...))` as a syntax error.
+  const isPublic = sql`and exists ${publicArticles(db, now).select('articles.id').where(sql<SqlBool>`articles.id = ${indexed}`)}`;
   const narrowing = [
     filters.author && db.selectFrom('articles').select('articles.id').where('articles.author_id', '=', userIdByName(db, filters.author)),
     filters.tag && articleIdsTagged(db, filters.tag),
