@@ -52,16 +52,32 @@ const toStored = (row: EventRow): StoredEvent => ({
   createdAt: row.created_at,
 });
 
-/** The next events after `after`, at most `limit`, in commit order. */
+/** Notices that an article went away: they name it only, and tell a consumer what to drop. */
+const DEPARTURES: ReadonlySet<EventType> = new Set(['article.unpublished', 'article.deleted']);
+
+/**
+ * The next events after `after`, at most `limit`, in commit order, for the live streams. An event is public as read
+ * now, not only as written: one about an article that is not public now (unpublished, hidden, deleted since) is
+ * public no longer, so that a stream resuming from long ago does not show an article that anyone else now gets 404
+ * on (visibility.ts), the departures excepted.
+ */
 export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
+  const now = Date.now();
+  const events = selectEvents(db).select((eb) =>
+    eb.selectFrom('articles').select('articles.listed_at').whereRef('articles.id', '=', 'events.article_id').as('listed_at'),
+  );
   const query =
     dialectOf(db) === 'postgres'
-      ? selectEvents(db)
+      ? events
           .where((eb) => eb(eb.refTuple('tx', 'id'), '>', eb.tuple(after.tx, after.id)))
           .orderBy('tx')
           .orderBy('id')
-      : selectEvents(db).where('id', '>', after.id).orderBy('id');
-  return (await query.limit(limit).execute()).map(toStored);
+      : events.where('id', '>', after.id).orderBy('id');
+  return (await query.limit(limit).execute()).map((row) => {
+    const stored = toStored(row);
+    const articleShown = row.article_id === null || DEPARTURES.has(stored.type) || (row.listed_at !== null && row.listed_at <= now);
+    return { ...stored, public: stored.public && articleShown };
+  });
 }
 
 /** Events with ids above `after`, in id order: for operators (the CLI), who think in ids, not in commit order. */
