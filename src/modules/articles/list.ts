@@ -17,7 +17,7 @@ import {
   tsQuery,
 } from './search.js';
 import { toSummary, withArticleView } from './view.js';
-import { publicArticles } from './visibility.js';
+import { publicArticles, unrecordedPublications } from './visibility.js';
 
 export interface ArticleFilters {
   tag?: string;
@@ -96,12 +96,15 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
             filteredArticles(db, { author: filters.author, followedBy: filters.followedBy }, now).select('articles.id'),
           )
         : links;
-    return narrowed
+    const listed = narrowed
       .where('link.article_listed_at', '<=', now)
       .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_listed_at', 'link.article_id', cursor!)))
-      .select('link.article_id as id')
+      .select(['link.article_id as id', 'link.article_listed_at as listed_at'])
       .orderBy('link.article_listed_at', 'desc')
       .orderBy('link.article_id', 'desc')
+      // The offset is taken of the merged rows below: as many link rows as that can need.
+      .limit(page.offset + page.limit + 1);
+    return withUnrecordedPublications(db, listed, narrowed, now, cursor)
       .limit(sql.lit(page.limit + 1))
       .offset(page.offset);
   }
@@ -115,6 +118,31 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
     .orderBy('articles.id', 'desc')
     .limit(sql.lit(page.limit + 1))
     .offset(page.offset);
+}
+
+/**
+ * `listed` (rows of `links` as (id, listed_at), newest first, limited to what the page needs) with the unrecorded
+ * publications linked by `links` merged in, newest first: a link row takes the article's key only once a scheduler
+ * records its publication, and the article is public from its publishAt (visibility.ts). `links` is a link table
+ * aliased `link`, filtered; each unrecorded publication probes it by its key, so the cost is theirs, not the tag's.
+ */
+export function withUnrecordedPublications<DB, TB extends keyof DB, LinkDB, LinkTB extends keyof LinkDB>(
+  db: Executor,
+  listed: SelectQueryBuilder<DB, TB, { id: number; listed_at: number | null }>,
+  links: SelectQueryBuilder<LinkDB, LinkTB, object>,
+  now: number,
+  cursor?: TimeCursor,
+) {
+  const unrecorded = unrecordedPublications(db, now)
+    // EXISTS, not IN: SQLite would read every link of the tag (or user) to build the IN list.
+    .where((eb) => eb.exists(links.select(sql`1`.as('one')).where(sql<SqlBool>`${sql.ref('link.article_id')} = ${sql.ref('articles.id')}`)))
+    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
+    .select(['articles.id', 'articles.listed_at']);
+  return db
+    .selectFrom(db.selectFrom(listed.as('listed')).select(['listed.id', 'listed.listed_at']).unionAll(unrecorded).as('page'))
+    .select('page.id')
+    .orderBy('page.listed_at', 'desc')
+    .orderBy('page.id', 'desc');
 }
 
 /**
@@ -304,7 +332,7 @@ async function searchCandidates(
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
   // The index holds every article; only the public ones are candidates, each checked by its primary key.
   const indexed = sql.ref(`article_search.${postgres ? 'article_id' : 'rowid'}`);
-  // Kysely puts the subquery in parentheses itself: SQLite refuses `exists ((select ...))`.
+  // Kysely writes the subquery in parentheses of its own: SQLite reads `exists ((select ...))` as a syntax error.
   const isPublic = sql`and exists ${publicArticles(db, now).select('articles.id').where(sql<SqlBool>`articles.id = ${indexed}`)}`;
   const narrowing = [
     filters.author && db.selectFrom('articles').select('articles.id').where('articles.author_id', '=', userIdByName(db, filters.author)),

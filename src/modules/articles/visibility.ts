@@ -39,6 +39,19 @@ export const listedAtOfRow = (eb: ExpressionBuilder<Database, 'articles'>, withh
 /** The articles anyone may see now: where every public list, feed and count starts. */
 export const publicArticles = (db: Executor, now = Date.now()) => db.selectFrom('articles').where('articles.listed_at', '<=', now);
 
+/**
+ * Scheduled articles public now by the rule above whose publication no scheduler has recorded yet. The link tables (a
+ * tag's articles, a user's favorites) carry an article's key only from that recording on, so a list read through them
+ * adds these. Off the partial index of scheduled articles: a scheduler records them within its poll interval, so
+ * they are few (more only after every server was down, until its first passes catch up).
+ */
+export const unrecordedPublications = (db: Executor, now: number) =>
+  db
+    .selectFrom('articles')
+    .where('articles.status', '=', 'scheduled')
+    .where('articles.publish_at', '<=', now)
+    .where('articles.withheld', '=', 0);
+
 /** Public now, or written by the viewer. */
 export function visibleTo(eb: ExpressionBuilder<Database, 'articles'>, viewerId: number | null, now = Date.now()) {
   if (viewerId === null) return publicAt(eb, now);

@@ -31,44 +31,11 @@ export interface StoredEvent {
 /** Everything below this transaction id has committed or rolled back; what sits above it may still appear. */
 const settledBelow = sql<number>`pg_snapshot_xmin(pg_current_snapshot())::text::bigint`;
 
-/** Notices that tell the stream's readers to drop an article they were shown: public while the article is not. */
-const REMOVALS: EventType[] = ['article.deleted', 'article.unpublished'];
-
-/**
- * Events with whether strangers may see them now: recorded public, and about no article, an article deleted since,
- * or one still public (visibility.ts). A stream resumed from long ago thus never replays what an article said before
- * it was unpublished or withheld.
- */
 function selectEvents(db: Executor) {
-  const now = Date.now();
   return db
     .selectFrom('events')
-    .leftJoin('articles', 'articles.id', 'events.article_id')
-    .select([
-      'events.id',
-      'events.tx',
-      'events.type',
-      'events.actor_id',
-      'events.owner_id',
-      'events.article_id',
-      'events.data',
-      'events.created_at',
-    ])
-    .select((eb) =>
-      eb
-        .case()
-        .when(
-          eb.and([
-            eb('events.public', '=', 1),
-            eb.or([eb('articles.id', 'is', null), eb('articles.listed_at', '<=', now), eb('events.type', 'in', REMOVALS)]),
-          ]),
-        )
-        .then(1)
-        .else(0)
-        .end()
-        .as('public'),
-    )
-    .$if(dialectOf(db) === 'postgres', (query) => query.where('events.tx', '<', settledBelow));
+    .select(['id', 'tx', 'type', 'actor_id', 'owner_id', 'article_id', 'public', 'data', 'created_at'])
+    .$if(dialectOf(db) === 'postgres', (query) => query.where('tx', '<', settledBelow));
 }
 
 type EventRow = Awaited<ReturnType<ReturnType<typeof selectEvents>['execute']>>[number];
@@ -85,24 +52,40 @@ const toStored = (row: EventRow): StoredEvent => ({
   createdAt: row.created_at,
 });
 
-/** The next events after `after`, at most `limit`, in commit order. */
+/** Notices that an article went away: they name it only, and tell a consumer what to drop. */
+const DEPARTURES: ReadonlySet<EventType> = new Set(['article.unpublished', 'article.deleted']);
+
+/**
+ * The next events after `after`, at most `limit`, in commit order, for the live streams. An event is public as read
+ * now, not only as written: one about an article that is not public now (unpublished, hidden, deleted since) is
+ * public no longer, so that a stream resuming from long ago does not show an article that anyone else now gets 404
+ * on (visibility.ts), the departures excepted.
+ */
 export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
+  const now = Date.now();
+  const events = selectEvents(db).select((eb) =>
+    eb.selectFrom('articles').select('articles.listed_at').whereRef('articles.id', '=', 'events.article_id').as('listed_at'),
+  );
   const query =
     dialectOf(db) === 'postgres'
-      ? selectEvents(db)
-          .where((eb) => eb(eb.refTuple('events.tx', 'events.id'), '>', eb.tuple(after.tx, after.id)))
-          .orderBy('events.tx')
-          .orderBy('events.id')
-      : selectEvents(db).where('events.id', '>', after.id).orderBy('events.id');
-  return (await query.limit(limit).execute()).map(toStored);
+      ? events
+          .where((eb) => eb(eb.refTuple('tx', 'id'), '>', eb.tuple(after.tx, after.id)))
+          .orderBy('tx')
+          .orderBy('id')
+      : events.where('id', '>', after.id).orderBy('id');
+  return (await query.limit(limit).execute()).map((row) => {
+    const stored = toStored(row);
+    const articleShown = row.article_id === null || DEPARTURES.has(stored.type) || (row.listed_at !== null && row.listed_at <= now);
+    return { ...stored, public: stored.public && articleShown };
+  });
 }
 
 /** Events with ids above `after`, in id order: for operators (the CLI), who think in ids, not in commit order. */
 export async function readEventsById(db: Executor, after: number, limit: number, type?: EventType): Promise<StoredEvent[]> {
   const rows = await selectEvents(db)
-    .where('events.id', '>', after)
-    .$if(type !== undefined, (query) => query.where('events.type', '=', type!))
-    .orderBy('events.id')
+    .where('id', '>', after)
+    .$if(type !== undefined, (query) => query.where('type', '=', type!))
+    .orderBy('id')
     .limit(limit)
     .execute();
   return rows.map(toStored);
@@ -110,8 +93,8 @@ export async function readEventsById(db: Executor, after: number, limit: number,
 
 /** Where a reader starting now begins: after the last event it could already see. */
 export async function streamHead(db: Executor): Promise<StreamPosition> {
-  const newest = dialectOf(db) === 'postgres' ? selectEvents(db).orderBy('events.tx', 'desc') : selectEvents(db);
-  const last = await newest.orderBy('events.id', 'desc').limit(1).executeTakeFirst();
+  const newest = dialectOf(db) === 'postgres' ? selectEvents(db).orderBy('tx', 'desc') : selectEvents(db);
+  const last = await newest.orderBy('id', 'desc').limit(1).executeTakeFirst();
   return last === undefined ? STREAM_START : { tx: last.tx, id: last.id };
 }
 

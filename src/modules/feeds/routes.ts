@@ -6,11 +6,14 @@ import type { Executor } from '../../db/index.js';
 import { notFound } from '../../errors.js';
 import { escapeMarkup } from '../../markup.js';
 import { errorResponses } from '../../schemas.js';
+import { currentState } from '../articles/lifecycle.js';
 import { toSummary } from '../articles/view.js';
 import { type FeedDocument, type FeedEntry, toAtom, toJsonFeed, toRss } from './formats.js';
 import { type FeedScope, feedArticles, findAuthor, findTag, lastRecordedWrite } from './queries.js';
 import { createBodyRenderer, feedText } from './render.js';
 import { AtomResponse, AuthorParams, JsonFeedResponse, RssResponse, TagParams } from './schemas.js';
+
+type FeedRow = Awaited<ReturnType<typeof feedArticles>>[number];
 
 /** The URL's last part names the format; each is its own route, so any other ending is an unknown route (404). */
 const FORMATS = {
@@ -97,13 +100,19 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const renderBody = createBodyRenderer(feeds.frontendUrl);
   const origin = (request: FastifyRequest) => feeds.publicUrl ?? `${request.protocol}://${request.host}`;
 
-  const entryOf = (row: Awaited<ReturnType<typeof feedArticles>>[number], rendered: boolean): FeedEntry => ({
+  /**
+   * When the row's article became public, as its answers say: a scheduled article arrives at its publishAt, with no
+   * write then and before any scheduler records it.
+   */
+  const publishedAt = (row: FeedRow) => currentState(row, Date.now()).published_at ?? row.created_at;
+
+  const entryOf = (row: FeedRow, rendered: boolean): FeedEntry => ({
     id: entryId(host, row),
     url: links.article(row.slug),
     title: feedText(row.title),
     summary: feedText(row.description),
     html: rendered ? renderBody(row) : summaryHtml(row.description, links.article(row.slug)),
-    published: row.published_at ?? row.created_at,
+    published: publishedAt(row),
     updated: row.updated_at,
     author: { name: row.username, url: links.profile(row.username), avatar: row.image },
     tags: toSummary(row, Date.now()).tagList.map(feedText),
@@ -128,7 +137,7 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           const resolved = await resolve(request.db, request.params as Record<string, string>);
           const rows = await feedArticles(request.db, resolved.scope);
           const lastWrite = await lastRecordedWrite(request.db);
-          const shown = Math.max(resolved.since, ...rows.flatMap((row) => [row.updated_at, row.author_updated_at]));
+          const shown = Math.max(resolved.since, ...rows.flatMap((row) => [row.updated_at, row.author_updated_at, publishedAt(row)]));
           const feed: FeedDocument = {
             id: resolved.homeUrl,
             title: resolved.title,
