@@ -1,23 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
-import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
+import { call, createArticle, registerUser, SUMMARY_KEYS, type TestUser, unique } from './support/client.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-// With the lifecycle fields every article object carries (CONTRACT.md, Lifecycle).
-const SUMMARY_KEYS = [
-  'author',
-  'createdAt',
-  'description',
-  'favorited',
-  'favoritesCount',
-  'publishAt',
-  'publishedAt',
-  'slug',
-  'status',
-  'tagList',
-  'title',
-  'updatedAt',
-];
 const ARTICLE_COUNT = 36;
 
 /** What the test knows about one seeded article, independently of the API. */

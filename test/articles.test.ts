@@ -1,25 +1,9 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { ROUTE_WORDS } from '../src/modules/articles/slug.js';
 import { describeEachDatabase } from './support/app.js';
-import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
+import { ARTICLE_KEYS, call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-// With the lifecycle fields every article object carries (CONTRACT.md, Lifecycle).
-const ARTICLE_KEYS = [
-  'author',
-  'body',
-  'createdAt',
-  'description',
-  'favorited',
-  'favoritesCount',
-  'publishAt',
-  'publishedAt',
-  'slug',
-  'status',
-  'tagList',
-  'title',
-  'updatedAt',
-];
 
 describeEachDatabase('articles', (ctx) => {
   const app = () => ctx().app;

@@ -1,22 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
-import { call, createArticle, registerUser, type TestUser } from './support/client.js';
-
-// With the lifecycle fields every article object carries (CONTRACT.md, Lifecycle).
-const SUMMARY_KEYS = [
-  'author',
-  'createdAt',
-  'description',
-  'favorited',
-  'favoritesCount',
-  'publishAt',
-  'publishedAt',
-  'slug',
-  'status',
-  'tagList',
-  'title',
-  'updatedAt',
-];
+import { call, createArticle, registerUser, SUMMARY_KEYS, type TestUser } from './support/client.js';
 
 describeEachDatabase('feed', (ctx) => {
   const app = () => ctx().app;

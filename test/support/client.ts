@@ -28,6 +28,24 @@ export async function call<T = any>(
   return { status: response.statusCode, body: text === '' ? undefined : JSON.parse(text), headers: response.headers };
 }
 
+/** The keys of an article in a list, sorted: RealWorld's, with the lifecycle fields (CONTRACT.md, Lifecycle). */
+export const SUMMARY_KEYS = [
+  'author',
+  'createdAt',
+  'description',
+  'favorited',
+  'favoritesCount',
+  'publishAt',
+  'publishedAt',
+  'slug',
+  'status',
+  'tagList',
+  'title',
+  'updatedAt',
+];
+/** A single article's keys, sorted: a list item's and its body. */
+export const ARTICLE_KEYS = [...SUMMARY_KEYS, 'body'].sort();
+
 export const unique = (prefix = 'u') => `${prefix}${randomBytes(5).toString('hex')}`;
 
 export interface TestUser {
