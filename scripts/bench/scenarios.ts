@@ -14,6 +14,8 @@ export const SCENARIO_IDS = [
   'list-auth',
   'by-tag',
   'by-author',
+  // The signed-in author's own articles in every state (GET /api/user/articles), to set beside by-author.
+  'own-articles',
   'by-favorited',
   'feed',
   'article',
@@ -66,6 +68,7 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   'list-auth': 'GET /api/articles, signed in (favorited, following per item)',
   'by-tag': 'GET /api/articles?tag=, hottest to rare tags',
   'by-author': 'GET /api/articles?author=, prolific and ordinary authors',
+  'own-articles': "GET /api/user/articles, each signed-in user's own",
   'by-favorited': 'GET /api/articles?favorited=, rotating users',
   feed: 'GET /api/articles/feed, rotating users',
   article: 'GET /api/articles/:slug, hot and ordinary articles',
@@ -451,6 +454,11 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
       return rotation(
         id,
         targets.authors.map((author) => get(query('author', author))),
+      );
+    case 'own-articles':
+      return rotation(
+        id,
+        viewers.map((token) => get('/api/user/articles', token)),
       );
     case 'by-favorited':
       return rotation(
