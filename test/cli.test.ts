@@ -78,6 +78,8 @@ const MIGRATIONS = [
   '0010_webhook_queue',
   '0011_article_search',
   '0012_tag_list_with_article',
+  '0013_article_lifecycle',
+  '0016_account_export',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

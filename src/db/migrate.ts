@@ -13,6 +13,7 @@ import { webhookQueue } from './migrations/0010_webhook_queue.js';
 import { articleSearch, type MigrationProgress } from './migrations/0011_article_search.js';
 import { tagListWithArticle } from './migrations/0012_tag_list_with_article.js';
 import { articleLifecycle } from './migrations/0013_article_lifecycle.js';
+import { accountExport } from './migrations/0016_account_export.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -34,6 +35,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0011_article_search': articleSearch(dialect, progress),
     '0012_tag_list_with_article': tagListWithArticle(dialect),
     '0013_article_lifecycle': articleLifecycle(dialect, progress),
+    '0016_account_export': accountExport(dialect),
   };
   return new Migrator({
     db,

@@ -25,6 +25,8 @@ export interface UsersTable {
   /** Articles this user wrote and articles this user favorited, moved by triggers on those rows (migration 0005). */
   articles_count: Generated<number>;
   favorites_count: Generated<number>;
+  /** When the user last started an export of their account: one per account per 10 minutes (modules/export). */
+  last_export_at: EpochMs | null;
   created_at: EpochMs;
   updated_at: EpochMs;
 }
