@@ -11,6 +11,7 @@ import { commentsRoutes } from './modules/comments/routes.js';
 import { installEventDispatcher } from './modules/events/dispatcher.js';
 import { scheduleRetention } from './modules/events/retention.js';
 import { eventsRoutes } from './modules/events/routes.js';
+import { exportRoutes } from './modules/export/routes.js';
 import { feedsRoutes } from './modules/feeds/routes.js';
 import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
@@ -153,6 +154,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(
     async (api) => {
       await api.register(usersRoutes);
+      await api.register(exportRoutes);
       await api.register(profilesRoutes);
       await api.register(articlesRoutes);
       await api.register(commentsRoutes);

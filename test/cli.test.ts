@@ -81,6 +81,7 @@ const MIGRATIONS = [
   '0013_article_lifecycle',
   '0014_article_revisions',
   '0015_account_deletion',
+  '0016_account_export',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

@@ -15,6 +15,7 @@ import { tagListWithArticle } from './migrations/0012_tag_list_with_article.js';
 import { articleLifecycle } from './migrations/0013_article_lifecycle.js';
 import { articleRevisions } from './migrations/0014_article_revisions.js';
 import { accountDeletion } from './migrations/0015_account_deletion.js';
+import { accountExport } from './migrations/0016_account_export.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -38,6 +39,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0013_article_lifecycle': articleLifecycle(dialect, progress),
     '0014_article_revisions': articleRevisions(dialect, progress),
     '0015_account_deletion': accountDeletion,
+    '0016_account_export': accountExport(dialect),
   };
   return new Migrator({
     db,

@@ -30,6 +30,8 @@ export interface UsersTable {
    * alone (users/leaving.ts).
    */
   purge_at: EpochMs | null;
+  /** When the user last started an export of their account: one per account per 10 minutes (modules/export). */
+  last_export_at: EpochMs | null;
   created_at: EpochMs;
   updated_at: EpochMs;
 }

@@ -17,8 +17,8 @@ const notificationsOf = (db: Executor, recipientId: number) =>
     .where('notifications.actor_id', 'not in', leavingAccounts(db, recipientId));
 
 /**
- * The caller's notifications after the cursor, newest first, each with its actor, article, comment and endpoint, in
- * one query. One row more than the page says whether another page follows.
+ * At most `limit` of the recipient's notifications before the cursor, newest first, each with its actor, article,
+ * comment and endpoint, in one query.
  */
 function selectPage(db: Executor, recipientId: number, before: number | undefined, limit: number) {
   return (
@@ -45,7 +45,7 @@ function selectPage(db: Executor, recipientId: number, before: number | undefine
       .$if(before !== undefined, (query) => query.where('notifications.id', '<', before!))
       .orderBy('notifications.id', 'desc')
       // Written into the SQL as list.ts does for the same reason: the schema bounds it, and SQLite plans it better.
-      .limit(sql.lit(limit + 1))
+      .limit(sql.lit(limit))
   );
 }
 
@@ -87,7 +87,8 @@ const countUnread = (db: Executor, userId: number, readUpTo: Expression<number> 
 export async function listNotifications(db: Executor, recipientId: number, page: { limit: number; before?: number }) {
   const mark = readMark(db, recipientId);
   const [rows, counts] = await Promise.all([
-    selectPage(db, recipientId, page.before, page.limit).execute(),
+    // One row more than the page says whether another page follows.
+    selectPage(db, recipientId, page.before, page.limit + 1).execute(),
     db.selectNoFrom([mark.as('read_up_to'), countUnread(db, recipientId, mark).as('unread')]).executeTakeFirstOrThrow(),
   ]);
   const { page: shown, nextCursor } = pageOf(rows, page.limit);
@@ -97,6 +98,15 @@ export async function listNotifications(db: Executor, recipientId: number, page:
     unreadCount: Number(counts.unread),
     nextCursor,
   };
+}
+
+/** Up to `limit` of the recipient's notifications before `before`, newest first, as the list shows them. */
+export async function notificationsBefore(db: Executor, recipientId: number, before: number | undefined, limit: number) {
+  const [rows, { read_up_to }] = await Promise.all([
+    selectPage(db, recipientId, before, limit).execute(),
+    db.selectNoFrom(readMark(db, recipientId).as('read_up_to')).executeTakeFirstOrThrow(),
+  ]);
+  return rows.map((row) => toNotification(row, read_up_to));
 }
 
 /**

@@ -118,11 +118,16 @@ export async function listRevisions(db: Executor, articleId: number, page: Revis
 
 /** One revision of the article with its body; undefined when the id is unknown or another article's. */
 export async function getRevision(db: Executor, articleId: number, id: number) {
-  const row = await db
+  const row = await revisionsWithBody(db, articleId).where('id', '=', id).executeTakeFirst();
+  return row && toRevision(row);
+}
+
+/** The article's revisions with their bodies, to be narrowed and ordered by the caller. */
+export const revisionsWithBody = (db: Executor, articleId: number) =>
+  db
     .selectFrom('article_revisions')
     .select(['id', 'title', 'description', 'body', 'tag_list', 'created_at'])
-    .where('id', '=', id)
-    .where('article_id', '=', articleId)
-    .executeTakeFirst();
-  return row && { ...toSummary(row), body: row.body };
-}
+    .where('article_id', '=', articleId);
+
+/** A revision as GET /api/articles/:slug/revisions/:id answers it. */
+export const toRevision = (row: StoredContent & { id: number; created_at: number }) => ({ ...toSummary(row), body: row.body });
