@@ -17,7 +17,7 @@ import {
   tsQuery,
 } from './search.js';
 import { toSummary, withArticleView } from './view.js';
-import { publicArticles, unrecordedPublications } from './visibility.js';
+import { instant, publicArticles, unrecordedPublications } from './visibility.js';
 
 export interface ArticleFilters {
   tag?: string;
@@ -51,7 +51,7 @@ const QUERY_CANCELED = '57014';
  * page 5,000 costs what page 1 costs, and articles published meanwhile (newer) cannot shift the pages that follow.
  */
 export const olderThan = (time: string, id: string, cursor: TimeCursor) =>
-  sql<SqlBool>`(${sql.ref(time)}, ${sql.ref(id)}) < (${cursor.at}, ${cursor.id})`;
+  sql<SqlBool>`(${sql.ref(time)}, ${sql.ref(id)}) < (${instant(cursor.at)}, ${cursor.id})`;
 
 /**
  * A filter's user; none for an account that is leaving (users/leaving.ts), whose articles are withheld anyway: what
@@ -97,7 +97,7 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
           )
         : links;
     const listed = narrowed
-      .where('link.article_listed_at', '<=', now)
+      .where('link.article_listed_at', '<=', instant(now))
       .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_listed_at', 'link.article_id', cursor!)))
       .select(['link.article_id as id', 'link.article_listed_at as listed_at'])
       .orderBy('link.article_listed_at', 'desc')
@@ -164,7 +164,7 @@ function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeC
           .selectFrom('articles')
           .select(['articles.id', 'articles.listed_at'])
           .whereRef('articles.author_id', '=', 'follows.followed_id')
-          .where('articles.listed_at', '<=', now)
+          .where('articles.listed_at', '<=', instant(now))
           .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
           .orderBy('articles.listed_at', 'desc')
           .orderBy('articles.id', 'desc')

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, SqlBool } from 'kysely';
+import { type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
 
@@ -11,7 +11,14 @@ import type { ArticleStatus, Database } from '../../db/schema.js';
  * Every public read of articles starts from `publicArticles` (or, through a tag's links or a user's favorites, from
  * `listedLinks`), and every read of one article by its slug goes through `visibleTo`.
  */
-export const publicAt = (eb: ExpressionBuilder<Database, 'articles'>, now: number) => eb('articles.listed_at', '<=', now);
+export const publicAt = (eb: ExpressionBuilder<Database, 'articles'>, now: number) => eb('articles.listed_at', '<=', instant(now));
+
+/**
+ * `now` as the bound of a time range in SQL. Cast, because better-sqlite3 binds a JavaScript number as a double, and a
+ * list page whose index range is bounded by a double cost SQLite 2-3 times what the same page bounded by an integer
+ * costs (measured on the list statement: 151 µs against 58).
+ */
+export const instant = (now: number) => sql<number>`cast(${now} as bigint)`;
 
 /**
  * The `listed_at` an article in this state carries (the database's check constraint holds writers to it): its
@@ -37,7 +44,7 @@ export const listedAtOfRow = (eb: ExpressionBuilder<Database, 'articles'>, withh
         .end();
 
 /** The articles anyone may see now: where every public list, feed and count starts. */
-export const publicArticles = (db: Executor, now = Date.now()) => db.selectFrom('articles').where('articles.listed_at', '<=', now);
+export const publicArticles = (db: Executor, now = Date.now()) => db.selectFrom('articles').where('articles.listed_at', '<=', instant(now));
 
 /**
  * Scheduled articles public now by the rule above whose publication no scheduler has recorded yet. The link tables (a

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
 import { withUnrecordedPublications } from '../articles/list.js';
 import { withArticleView } from '../articles/view.js';
-import { publicArticles } from '../articles/visibility.js';
+import { instant, publicArticles } from '../articles/visibility.js';
 import { presentTo } from '../profiles/queries.js';
 
 /** Articles per feed: each carries its whole rendered body, so this bounds an answer at about FEED_SIZE × BODY_MAX. */
@@ -35,7 +35,7 @@ function newestIds(db: Executor, scope: FeedScope, now: number) {
   if (scope.kind === 'tag') {
     const links = db.selectFrom('article_tags as link').where('link.tag_id', '=', scope.tagId);
     const listed = links
-      .where('link.article_listed_at', '<=', now)
+      .where('link.article_listed_at', '<=', instant(now))
       .select(['link.article_id as id', 'link.article_listed_at as listed_at'])
       .orderBy('link.article_listed_at', 'desc')
       .orderBy('link.article_id', 'desc')
