@@ -306,9 +306,10 @@ describe.skipIf(!existsSync('/proc/self/status'))('GET /api/user/export of a lar
         const now = Date.now() - ARTICLES;
         // In one statement, straight into the table: through the API this would take minutes.
         await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${ARTICLES})
-          insert into articles (slug, title, description, body, author_id, status, published_at, created_at, updated_at)
+          insert into articles (slug, title, description, body, author_id, status, published_at, listed_at, created_at, updated_at)
           select 'bulk-' || i, 'Bulk ' || i, 'A bulk article', ${BODY}, ${id}, 'published',
-            cast(${now} as bigint) + i, cast(${now} as bigint) + i, cast(${now} as bigint) + i from n`.execute(handle.db);
+            cast(${now} as bigint) + i, cast(${now} as bigint) + i, cast(${now} as bigint) + i, cast(${now} as bigint) + i
+          from n`.execute(handle.db);
         // Warm the server up, so that what its first requests compile and cache is not counted against the export.
         for (let i = 0; i < 3; i++) await request(server.base, 'GET', '/api/user/articles?limit=100', { token });
       }, 180_000);
