@@ -167,4 +167,74 @@ for (const kind of DATABASES) {
       ]);
     });
   });
+
+  describe(`migration 0017 (scheduled articles' link keys) on existing data [${kind}]`, () => {
+    const database = scratchHandle(kind, { migrate: false });
+    const links = (table: 'article_tags' | 'favorites') =>
+      sql<{
+        article_id: number;
+        article_listed_at: number | null;
+      }>`select article_id, article_listed_at from ${sql.table(table)} order by article_id`
+        .execute(database().db)
+        .then(({ rows }) =>
+          rows.map((row) => [Number(row.article_id), row.article_listed_at === null ? null : Number(row.article_listed_at)]),
+        );
+    const counts = async () =>
+      (
+        await sql<{ n: number }>`select article_count as n from tags union all select favorites_count from users`.execute(database().db)
+      ).rows.map((row) => Number(row.n));
+
+    it('gives the links of scheduled articles their publishAt, counts what was counted, and can be reverted', async () => {
+      const handle = database();
+      unwrap(await createMigrator(handle).migrateTo('0016_account_export'));
+      const now = Date.now();
+      await sql`insert into users (id, username, username_key, username_skeleton, email, email_key, password_hash, created_at, updated_at)
+        values (1, 'a', 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1)`.execute(handle.db);
+      await sql`insert into tags (id, name) values (1, 'x')`.execute(handle.db);
+      // Published; scheduled and due but not yet recorded; scheduled later; a draft; published but withheld.
+      await sql`insert into articles (id, slug, title, description, body, author_id, tag_list, created_at, updated_at,
+          status, publish_at, published_at, withheld, listed_at) values
+        (1, 'published', 't', 'd', 'b', 1, '[]', 1, 1, 'published', null, 10, 0, 10),
+        (2, 'due', 't', 'd', 'b', 1, '[]', 2, 2, 'scheduled', ${now - 60_000}, null, 0, ${now - 60_000}),
+        (3, 'later', 't', 'd', 'b', 1, '[]', 3, 3, 'scheduled', ${now + 3_600_000}, null, 0, ${now + 3_600_000}),
+        (4, 'draft', 't', 'd', 'b', 1, '[]', 4, 4, 'draft', null, null, 0, null),
+        (5, 'withheld', 't', 'd', 'b', 1, '[]', 5, 5, 'published', null, 50, 1, null)`.execute(handle.db);
+      for (const table of ['article_tags', 'favorites'] as const) {
+        const owner = table === 'article_tags' ? sql`tag_id` : sql`user_id, created_at`;
+        const also = table === 'article_tags' ? sql`` : sql`, 1`;
+        await sql`insert into ${sql.table(table)} (article_id, ${owner}, article_listed_at)
+          values (1, 1${also}, 10), (2, 1${also}, null), (3, 1${also}, null), (4, 1${also}, null), (5, 1${also}, null)`.execute(handle.db);
+      }
+      const before = { tags: await links('article_tags'), favorites: await links('favorites'), counts: await counts() };
+      expect(before.counts).toEqual([1, 1]);
+
+      unwrap(await createMigrator(handle).migrateTo('0017_scheduled_link_keys'));
+      const keyed = [
+        [1, 10],
+        [2, now - 60_000],
+        [3, now + 3_600_000],
+        [4, null],
+        [5, null],
+      ];
+      expect(await links('article_tags')).toEqual(keyed);
+      expect(await links('favorites')).toEqual(keyed);
+      expect(await counts()).toEqual([1, 1]);
+      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+      // The due article is in the tag's list and the favorites at once, from the links alone, and counted once recorded.
+      const slugs = async (filters: { tag?: string; favorited?: string }) =>
+        (await listArticles(handle.db, filters, { limit: 10, offset: 0 }, null)).articles.map((article) => article.slug);
+      expect(await slugs({ tag: 'x' })).toEqual(['due', 'published']);
+      expect(await slugs({ favorited: 'a' })).toEqual(['due', 'published']);
+      await sql`update articles set status = 'published', published_at = publish_at where id = 2`.execute(handle.db);
+      expect(await counts()).toEqual([2, 2]);
+      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+      await sql`update articles set status = 'scheduled', published_at = null where id = 2`.execute(handle.db);
+
+      unwrap(await createMigrator(handle).migrateTo('0016_account_export'));
+      expect({ tags: await links('article_tags'), favorites: await links('favorites'), counts: await counts() }).toEqual(before);
+      await migrateToLatest(handle);
+      expect(await links('article_tags')).toEqual(keyed);
+      expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+    });
+  });
 }

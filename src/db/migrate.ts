@@ -16,6 +16,7 @@ import { articleLifecycle } from './migrations/0013_article_lifecycle.js';
 import { articleRevisions } from './migrations/0014_article_revisions.js';
 import { accountDeletion } from './migrations/0015_account_deletion.js';
 import { accountExport } from './migrations/0016_account_export.js';
+import { scheduledLinkKeys } from './migrations/0017_scheduled_link_keys.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -40,6 +41,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0014_article_revisions': articleRevisions(dialect, progress),
     '0015_account_deletion': accountDeletion,
     '0016_account_export': accountExport(dialect),
+    '0017_scheduled_link_keys': scheduledLinkKeys(dialect),
   };
   return new Migrator({
     db,

@@ -105,10 +105,12 @@ export interface ArticleTagsTable {
   article_id: number;
   tag_id: number;
   /**
-   * The article's publishedAt while it is listed (published and not withheld), else null; kept by a trigger on
-   * articles (migration 0013), so a tag's public articles are read newest first from one index.
+   * The article's listed_at (when it is or becomes public; null while it is not public), kept by a trigger on
+   * articles (migrations 0013, 0017), so a tag's public articles are read newest first from one index.
    */
   article_listed_at: EpochMs | null;
+  /** 1 while the article is counted (its publication recorded, not withheld): the tag's count counts the link. */
+  article_counted: Generated<number>;
 }
 
 export interface FavoritesTable {
@@ -116,6 +118,8 @@ export interface FavoritesTable {
   article_id: number;
   /** As in article_tags: a user's favorites are read newest listed article first from one index. */
   article_listed_at: EpochMs | null;
+  /** As in article_tags: the user's favorites count counts the link. */
+  article_counted: Generated<number>;
   created_at: EpochMs;
 }
 

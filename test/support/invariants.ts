@@ -18,12 +18,13 @@ async function tagListMismatches(db: Executor): Promise<number> {
 /**
  * For every stored figure the server trusts instead of counting (counts, the striped total, copied publication times), the
  * number of rows where it disagrees with the rows it stands for. All zeros means the bookkeeping is exact. With `listing`
- * (the schema from migration 0013 on), the counts lists show count listed articles only: published, not withheld.
+ * (the schema from migration 0017 on), the counts lists show count published, not withheld articles only, and the
+ * links carry their article's listed_at and whether it is counted.
  */
 export async function derivedDataMismatches(db: Executor, { listing = true } = {}) {
   const count = async (query: ReturnType<typeof sql<{ n: number | string }>>) => Number((await query.execute(db)).rows[0]?.n);
   const listed = (alias: string) => sql.raw(listing ? ` and ${alias}.status = 'published' and ${alias}.withheld = 0` : '');
-  const linkListed = sql.raw(listing ? ' and link.article_listed_at is not null' : '');
+  const linkListed = sql.raw(listing ? ' and link.article_counted = 1' : '');
   const counterMismatches = (table: string, counter: string, links: string, key: string, only = sql``) =>
     count(sql`
       select count(*) as n from ${sql.table(table)} as counted
@@ -34,8 +35,8 @@ export async function derivedDataMismatches(db: Executor, { listing = true } = {
       listing
         ? sql`
       select count(*) as n from ${sql.table(links)} as link join articles on articles.id = link.article_id
-      where coalesce(link.article_listed_at, -1) <>
-        (case when articles.status = 'published' and articles.withheld = 0 then articles.published_at else -1 end)`
+      where coalesce(link.article_listed_at, -1) <> coalesce(articles.listed_at, -1)
+        or link.article_counted <> (case when articles.status = 'published' and articles.withheld = 0 then 1 else 0 end)`
         : sql`
       select count(*) as n from ${sql.table(links)} as link join articles on articles.id = link.article_id
       where link.article_created_at <> articles.created_at`,

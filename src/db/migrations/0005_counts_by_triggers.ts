@@ -32,17 +32,27 @@ function inTagList(dialect: Dialect, row: string): string {
 
 /**
  * What an insert or delete on each table moves; `row` is NEW for an insert, OLD for a delete. With `guarded`, a tag
- * link rewrites its article's tag_list only when the list does not already say what the link says. With `listed`
- * (migration 0013), the counts lists show (an author's articles, a user's favorites, a tag's articles, all articles)
- * count only listed rows: published articles, and links whose article_listed_at says their article is one.
+ * link rewrites its article's tag_list only when the list does not already say what the link says. `counts` says
+ * which rows the counts lists show (an author's articles, a user's favorites, a tag's articles, all articles) count:
+ * - `all`: every row, as before migration 0013;
+ * - `listed` (0013 to 0016): published articles, and links whose article_listed_at says their article is one;
+ * - `flagged` (0017 on): published articles, and links whose article_counted says so (a link of a scheduled article
+ *   carries its key, but is counted only once the publication is recorded).
  */
+export type CountedRows = 'all' | 'listed' | 'flagged';
+
 const derivedFrom = (
   dialect: Dialect,
   guarded: boolean,
-  listed: boolean,
+  counts: CountedRows,
 ): ReadonlyArray<{ table: string; moves: (row: string, delta: string) => string[] }> => {
-  const articleListed = (row: string) => (listed ? ` and ${row}.status = 'published' and ${row}.withheld = 0` : '');
-  const linkListed = (row: string) => (listed ? ` and ${row}.article_listed_at is not null` : '');
+  const articleListed = (row: string) => (counts === 'all' ? '' : ` and ${row}.status = 'published' and ${row}.withheld = 0`);
+  const linkCondition = {
+    all: () => '',
+    listed: (row: string) => ` and ${row}.article_listed_at is not null`,
+    flagged: (row: string) => ` and ${row}.article_counted = 1`,
+  };
+  const linkListed = linkCondition[counts];
   return [
     {
       table: 'articles',
@@ -79,9 +89,9 @@ const derivedFrom = (
  */
 export function countTriggers(
   dialect: Dialect,
-  { guarded = true, listed = true, only }: { guarded?: boolean; listed?: boolean; only?: string } = {},
+  { guarded = true, counts = 'flagged', only }: { guarded?: boolean; counts?: CountedRows; only?: string } = {},
 ) {
-  const tables = derivedFrom(dialect, guarded, listed).filter(({ table }) => only === undefined || table === only);
+  const tables = derivedFrom(dialect, guarded, counts).filter(({ table }) => only === undefined || table === only);
   if (dialect === 'sqlite') {
     const events = [
       ['insert', 'new', '+ 1'],
@@ -114,7 +124,7 @@ export function countTriggers(
  */
 export function countsByTriggers(dialect: Dialect) {
   // As this migration made them; 0012 guards the tag links' list updates.
-  const triggers = countTriggers(dialect, { guarded: false, listed: false });
+  const triggers = countTriggers(dialect, { guarded: false, counts: 'all' });
   const accountVersionTriggers = accountVersion(dialect);
   return {
     async up(db: Kysely<unknown>) {

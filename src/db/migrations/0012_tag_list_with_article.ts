@@ -11,7 +11,7 @@ import { countTriggers } from './0005_counts_by_triggers.js';
  */
 export function tagListWithArticle(dialect: Dialect): Migration {
   const replace = async (db: Kysely<unknown>, guarded: boolean) => {
-    const { create, drop } = countTriggers(dialect, { guarded, listed: false, only: 'article_tags' });
+    const { create, drop } = countTriggers(dialect, { guarded, counts: 'all', only: 'article_tags' });
     for (const statement of [...drop, ...create]) await sql.raw(statement).execute(db);
   };
   return {

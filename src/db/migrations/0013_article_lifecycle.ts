@@ -23,7 +23,7 @@ const LISTED_AT_RULE = sql`listed_at is not distinct from (case when withheld = 
  * them in that order), and the counts lists show move with it: the author's articles, the striped total, and through
  * the links' own update triggers each tag's articles and each favoriter's favorites.
  */
-function listingTriggers(dialect: Dialect): { create: string[]; drop: string[] } {
+export function listingTriggers(dialect: Dialect): { create: string[]; drop: string[] } {
   const articleMoves = [
     `update article_tags set article_listed_at = ${linkKey('new')} where article_id = new.id`,
     `update favorites set article_listed_at = ${linkKey('new')} where article_id = new.id`,
@@ -94,8 +94,8 @@ const LINK_TABLES = [
  */
 export function articleLifecycle(dialect: Dialect, progress: MigrationProgress) {
   const postgres = dialect === 'postgres';
-  const oldCounts = countTriggers(dialect, { listed: false });
-  const newCounts = countTriggers(dialect, { listed: true });
+  const oldCounts = countTriggers(dialect, { counts: 'all' });
+  const newCounts = countTriggers(dialect, { counts: 'listed' });
   const listing = listingTriggers(dialect);
   const run = async (db: Kysely<unknown>, statements: string[]) => {
     for (const statement of statements) await sql.raw(statement).execute(db);

@@ -17,7 +17,7 @@ import {
   tsQuery,
 } from './search.js';
 import { toSummary, withArticleView } from './view.js';
-import { instant, publicArticles, unrecordedPublications } from './visibility.js';
+import { instant, publicArticles, publicLinkAt } from './visibility.js';
 
 export interface ArticleFilters {
   tag?: string;
@@ -76,8 +76,8 @@ const articleIdsFavoritedBy = (db: Executor, username: string) =>
 /**
  * The ids of one page and one more (which says whether another follows), newest published first, read from the
  * index that already holds the first filter's public rows in that order, so a page costs its offset plus limit index
- * entries whatever the number of matches: a tag's links and a user's favorites carry the article's publication time
- * while it is listed (null otherwise) for this; an author's articles have their own index. The other filters, when
+ * entries whatever the number of matches: a tag's links and a user's favorites carry the article's listed_at for this
+ * (visibility.ts); an author's articles have their own index. The other filters, when
  * combined, narrow the walk.
  */
 function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: TimeCursor | undefined, now: number) {
@@ -96,15 +96,12 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
             filteredArticles(db, { author: filters.author, followedBy: filters.followedBy }, now).select('articles.id'),
           )
         : links;
-    const listed = narrowed
-      .where('link.article_listed_at', '<=', instant(now))
+    return narrowed
+      .where(publicLinkAt(now))
       .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_listed_at', 'link.article_id', cursor!)))
-      .select(['link.article_id as id', 'link.article_listed_at as listed_at'])
+      .select('link.article_id as id')
       .orderBy('link.article_listed_at', 'desc')
       .orderBy('link.article_id', 'desc')
-      // The offset is taken of the merged rows below: as many link rows as that can need.
-      .limit(page.offset + page.limit + 1);
-    return withUnrecordedPublications(db, listed, narrowed, now, cursor)
       .limit(sql.lit(page.limit + 1))
       .offset(page.offset);
   }
@@ -118,31 +115,6 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
     .orderBy('articles.id', 'desc')
     .limit(sql.lit(page.limit + 1))
     .offset(page.offset);
-}
-
-/**
- * `listed` (rows of `links` as (id, listed_at), newest first, limited to what the page needs) with the unrecorded
- * publications linked by `links` merged in, newest first: a link row takes the article's key only once a scheduler
- * records its publication, and the article is public from its publishAt (visibility.ts). `links` is a link table
- * aliased `link`, filtered; each unrecorded publication probes it by its key, so the cost is theirs, not the tag's.
- */
-export function withUnrecordedPublications<DB, TB extends keyof DB, LinkDB, LinkTB extends keyof LinkDB>(
-  db: Executor,
-  listed: SelectQueryBuilder<DB, TB, { id: number; listed_at: number | null }>,
-  links: SelectQueryBuilder<LinkDB, LinkTB, object>,
-  now: number,
-  cursor?: TimeCursor,
-) {
-  const unrecorded = unrecordedPublications(db, now)
-    // EXISTS, not IN: SQLite would read every link of the tag (or user) to build the IN list.
-    .where((eb) => eb.exists(links.select(sql`1`.as('one')).where(sql<SqlBool>`${sql.ref('link.article_id')} = ${sql.ref('articles.id')}`)))
-    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
-    .select(['articles.id', 'articles.listed_at']);
-  return db
-    .selectFrom(db.selectFrom(listed.as('listed')).select(['listed.id', 'listed.listed_at']).unionAll(unrecorded).as('page'))
-    .select('page.id')
-    .orderBy('page.listed_at', 'desc')
-    .orderBy('page.id', 'desc');
 }
 
 /**

@@ -8,8 +8,8 @@ import type { ArticleStatus, Database } from '../../db/schema.js';
  * has passed, so a scheduled one appears at its publishAt whether or not the scheduler has run. A non-public article
  * exists for its author alone: everyone else gets 404 on it and never meets it in a list.
  *
- * Every public read of articles starts from `publicArticles` (or, through a tag's links or a user's favorites, from
- * `listedLinks`), and every read of one article by its slug goes through `visibleTo`.
+ * Every public read of articles starts from `publicArticles` (or, through a tag's links or a user's favorites, asks
+ * `publicLinkAt`), and every read of one article by its slug goes through `visibleTo`.
  */
 export const publicAt = (eb: ExpressionBuilder<Database, 'articles'>, now: number) => eb('articles.listed_at', '<=', instant(now));
 
@@ -47,17 +47,10 @@ export const listedAtOfRow = (eb: ExpressionBuilder<Database, 'articles'>, withh
 export const publicArticles = (db: Executor, now = Date.now()) => db.selectFrom('articles').where('articles.listed_at', '<=', instant(now));
 
 /**
- * Scheduled articles public now by the rule above whose publication no scheduler has recorded yet. The link tables (a
- * tag's articles, a user's favorites) carry an article's key only from that recording on, so a list read through them
- * adds these. Off the partial index of scheduled articles: a scheduler records them within its poll interval, so
- * they are few (more only after every server was down, until its first passes catch up).
+ * The same rule read off a link table aliased `link` (a tag's articles, a user's favorites): each link carries its
+ * article's listed_at (migration 0017), so a list through a tag or a user's favorites walks one index.
  */
-export const unrecordedPublications = (db: Executor, now: number) =>
-  db
-    .selectFrom('articles')
-    .where('articles.status', '=', 'scheduled')
-    .where('articles.publish_at', '<=', now)
-    .where('articles.withheld', '=', 0);
+export const publicLinkAt = (now: number) => sql<SqlBool>`${sql.ref('link.article_listed_at')} <= ${instant(now)}`;
 
 /** Public now, or written by the viewer. */
 export function visibleTo(eb: ExpressionBuilder<Database, 'articles'>, viewerId: number | null, now = Date.now()) {

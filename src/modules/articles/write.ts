@@ -71,14 +71,17 @@ async function lockTags(trx: Executor, names: string[], alsoLocked: number[] = [
   return ids;
 }
 
-/** The key a link row carries (migration 0013): the article's publication while it is listed, else null. */
-const linkKey = (article: Pick<ArticleRef, 'withheld'> & StoredState) => (article.status === 'published' ? listedAt(article) : null);
+/** What a link row carries of its article (migration 0017): its listed_at, and whether the counts count it. */
+const linkListing = (article: Pick<ArticleRef, 'withheld'> & StoredState) => ({
+  article_listed_at: listedAt(article),
+  article_counted: article.status === 'published' && article.withheld === 0 ? 1 : 0,
+});
 
 function linkTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'withheld'> & StoredState, tagIds: number[]) {
   if (tagIds.length === 0) return Promise.resolve();
   return trx
     .insertInto('article_tags')
-    .values(tagIds.map((tag_id) => ({ article_id: article.id, tag_id, article_listed_at: linkKey(article) })))
+    .values(tagIds.map((tag_id) => ({ article_id: article.id, tag_id, ...linkListing(article) })))
     .execute();
 }
 
@@ -410,20 +413,21 @@ export function setFavorite(db: Executor, actor: Actor, article: ArticleRef, fav
     return favorite
       ? executor
           .insertInto('favorites')
-          .columns(['user_id', 'article_id', 'article_listed_at', 'created_at'])
+          .columns(['user_id', 'article_id', 'article_listed_at', 'article_counted', 'created_at'])
           .expression(
             // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
             theArticle.select((eb) => [
               eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
               'articles.id',
-              // The link key: the article's publication while it is listed (migration 0013).
+              // What the link carries of its article (migration 0017).
+              'articles.listed_at as article_listed_at',
               eb
                 .case()
                 .when(eb.and([eb('articles.status', '=', 'published'), eb('articles.withheld', '=', 0)]))
-                .then(eb.ref('articles.published_at'))
-                .else(null)
+                .then(1)
+                .else(0)
                 .end()
-                .as('article_listed_at'),
+                .as('article_counted'),
               eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
             ]),
           )

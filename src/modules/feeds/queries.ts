@@ -1,9 +1,8 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import { identityKey } from '../../identity.js';
-import { withUnrecordedPublications } from '../articles/list.js';
 import { withArticleView } from '../articles/view.js';
-import { instant, publicArticles } from '../articles/visibility.js';
+import { publicArticles, publicLinkAt } from '../articles/visibility.js';
 import { presentTo } from '../profiles/queries.js';
 
 /** Articles per feed: each carries its whole rendered body, so this bounds an answer at about FEED_SIZE × BODY_MAX. */
@@ -28,19 +27,19 @@ export function findTag(db: Executor, name: string) {
 /**
  * The newest FEED_SIZE public ids of the scope, off the index that holds them in publication order (as the article
  * list reads its pages): articles (listed_at, id), articles (author_id, listed_at, id), article_tags (tag_id,
- * article_listed_at, article_id), with a tag's unrecorded publications. A feed reads FEED_SIZE index entries whatever
+ * article_listed_at, article_id). A feed reads FEED_SIZE index entries whatever
  * the number of articles.
  */
 function newestIds(db: Executor, scope: FeedScope, now: number) {
   if (scope.kind === 'tag') {
-    const links = db.selectFrom('article_tags as link').where('link.tag_id', '=', scope.tagId);
-    const listed = links
-      .where('link.article_listed_at', '<=', instant(now))
-      .select(['link.article_id as id', 'link.article_listed_at as listed_at'])
+    return db
+      .selectFrom('article_tags as link')
+      .where('link.tag_id', '=', scope.tagId)
+      .where(publicLinkAt(now))
+      .select('link.article_id as id')
       .orderBy('link.article_listed_at', 'desc')
       .orderBy('link.article_id', 'desc')
       .limit(sql.lit(FEED_SIZE));
-    return withUnrecordedPublications(db, listed, links, now).limit(sql.lit(FEED_SIZE));
   }
   const articles = publicArticles(db, now).select('articles.id');
   return (scope.kind === 'author' ? articles.where('articles.author_id', '=', scope.authorId) : articles)
