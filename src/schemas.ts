@@ -40,7 +40,7 @@ export const ErrorBody = Type.Object(
 
 /** Timestamps leave the API as ISO 8601 with milliseconds and `Z`. */
 export const Timestamp = Type.String({ format: 'date-time' });
-export const toIso = (epochMs: number) => new Date(epochMs).toISOString();
+export { toIso } from './iso-time.js';
 
 /** Declares the error statuses a route can answer with, all sharing the contract's error body. */
 export const errorResponses = (...statuses: number[]) =>

@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import { toIso } from '../../iso-time.js';
 import { escapeMarkup } from '../../markup.js';
 import type { JsonFeed } from './schemas.js';
 
@@ -50,7 +51,7 @@ const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
 
 /** RFC 822 dates, as RSS wants them (`Tue, 05 Nov 2024 10:00:00 GMT`). */
 const rfc822 = (epochMs: number) => new Date(epochMs).toUTCString();
-const rfc3339 = (epochMs: number) => new Date(epochMs).toISOString();
+const rfc3339 = toIso;
 
 export function toRss(feed: FeedDocument): string {
   const items = feed.entries.map((entry) =>
