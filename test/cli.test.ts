@@ -82,6 +82,7 @@ const MIGRATIONS = [
   '0014_article_revisions',
   '0015_account_deletion',
   '0016_account_export',
+  '0017_scheduled_link_keys',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];
