@@ -15,7 +15,10 @@ export function pageOf<Row extends { id: number }>(rows: Row[], limit: number): 
   return { page, nextCursor: rows.length > limit ? encodeIdCursor(page.at(-1)!.id) : null };
 }
 
-/** The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. */
+/**
+ * The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. The rows paged this way
+ * (notifications, revisions, webhook deliveries) have BIGINT ids on PostgreSQL, so any safe integer is one it compares.
+ */
 export function decodeIdCursor(cursor: string): number {
   const id = Number(Buffer.from(cursor, 'base64url').toString());
   // Node's decoder skips what is not base64url and Number() reads "1e3" or " 7": only a cursor that encodes back to

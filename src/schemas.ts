@@ -9,6 +9,12 @@ export const RequiredText = (maxLength: number, description?: string) =>
 export const UrlInteger = (options: TNumberOptions) => Type.Integer({ ...options, [FINITE_KEYWORD]: true });
 
 /**
+ * The largest id of the tables whose ids are PostgreSQL `integer`s (users, articles, comments, webhook endpoints):
+ * PostgreSQL refuses a larger number compared with one of them (a 500), where SQLite only finds nothing.
+ */
+export const INTEGER_ID_MAX = 2_147_483_647;
+
+/**
  * A query parameter that clients may leave out because validation fills in its `default` (Ajv's `useDefaults`).
  * Optional in the schema, so the OpenAPI document and the clients generated from it do not demand it; still
  * typed as present, because by the time a handler reads the query it always is.

@@ -90,6 +90,48 @@ describeEachDatabase('cursor pagination', (ctx) => {
     expect(both.body.errors?.cursor).toEqual(['cannot be combined with offset']);
   });
 
+  it("refuses a cursor whose article id is past the id column's range, on every list, the feed and search", async () => {
+    const cursor = (fields: unknown[]) => Buffer.from(JSON.stringify(fields)).toString('base64url');
+    const byTime = { past: [1, 2 ** 31], last: [1, 2 ** 31 - 1] };
+    const pages: Array<[string, string | undefined, { past: unknown[]; last: unknown[] }]> = [
+      ['/api/articles?', undefined, byTime],
+      [`/api/articles?tag=${tag}&`, undefined, byTime],
+      [`/api/articles?author=${writer.username}&`, undefined, byTime],
+      [`/api/articles?favorited=${reader.username}&`, undefined, byTime],
+      ['/api/articles/feed?', reader.token, byTime],
+      ['/api/user/articles?', writer.token, byTime],
+      // A search's horizon is an article id; its position is an offset, which may go further.
+      [`/api/articles?q=${tag}&`, undefined, { past: ['rank', 1, 2 ** 31], last: ['rank', 2 ** 31, 2 ** 31 - 1] }],
+    ];
+    expect(cursor(byTime.past)).toBe('WzEsMjE0NzQ4MzY0OF0');
+    for (const [url, token, { past, last }] of pages) {
+      const refused = await get(`${url}cursor=${cursor(past)}`, token);
+      expect(refused.status, `${url} ${JSON.stringify(refused.body)}`).toBe(422);
+      expect(refused.body.errors, url).toEqual({ cursor: ['is invalid'] });
+      // Up to the largest id there can be, a cursor is one this server could have made: past the end, an empty page.
+      const empty = await get(`${url}cursor=${cursor(last)}`, token);
+      expect(empty.status, `${url} ${JSON.stringify(empty.body)}`).toBe(200);
+      expect(empty.body.articles, url).toEqual([]);
+    }
+  });
+
+  it('takes an id cursor up to 2^53 - 1 where ids are BIGINT on PostgreSQL: notifications and revisions', async () => {
+    const cursor = (id: number) => Buffer.from(String(id)).toString('base64url');
+    const { slug } = await createArticle(app(), writer.token);
+    for (const [url, token] of [
+      ['/api/notifications', reader.token],
+      [`/api/articles/${slug}/revisions`, writer.token],
+    ] as const) {
+      for (const id of [2 ** 31, Number.MAX_SAFE_INTEGER]) {
+        const response = await call(app(), 'GET', `${url}?cursor=${cursor(id)}`, { token });
+        expect(response.status, `${url} ${id} ${JSON.stringify(response.body)}`).toBe(200);
+      }
+      const refused = await call(app(), 'GET', `${url}?cursor=${cursor(2 ** 53)}`, { token });
+      expect(refused.status, url).toBe(422);
+      expect(refused.body.errors, url).toEqual({ cursor: ['is invalid'] });
+    }
+  });
+
   it('continues from where the cursor points, even when that article is gone', async () => {
     const first = (await get(`/api/articles?author=${writer.username}&limit=2`, reader.token)).body;
     const [, last] = first.articles;

@@ -131,6 +131,9 @@ function parsed(format: Format, body: string): ParsedFeed {
   };
 }
 
+/** Waits into the next second: HTTP dates count whole seconds, and a feed read in the second of a write has no Last-Modified. */
+const nextSecond = () => new Promise((resolve) => setTimeout(resolve, 1005 - (Date.now() % 1000)));
+
 async function feed(app: App, path: string, format: Format, headers: Record<string, string> = {}) {
   const response = await app.inject({ url: `${path}.${format}`, headers });
   expect(response.statusCode, `${path}.${format}: ${response.body.slice(0, 200)}`).toBe(200);
@@ -358,19 +361,42 @@ describeEachDatabase(
         (await app().db.selectFrom('events').select('created_at').orderBy('created_at', 'desc').limit(1).executeTakeFirstOrThrow())
           .created_at;
 
+      await nextSecond();
       const before = await feed(app(), path, 'json');
       const modified = Date.parse(before.headers['last-modified'] as string);
       expect(before.headers['last-modified']).toBe(new Date(await lastEvent()).toUTCString());
       expect(modified).toBeGreaterThanOrEqual(Math.floor(Date.parse(newest.updatedAt) / 1000) * 1000);
 
-      // HTTP dates count seconds: wait for the next one so that the change can show.
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      // In a later second than `modified`, as `before` was read in one: the change can show.
       expect((await call(app(), 'DELETE', `/api/articles/${newest.slug}`, { token: author.token })).status).toBe(204);
+      await nextSecond();
       for (const format of FORMATS) {
         const after = await feed(app(), path, format);
         expect(after.feed.items.map((item) => item.title)).not.toContain(newest.title);
         expect(Date.parse(after.headers['last-modified'] as string)).toBeGreaterThan(modified);
         expect(after.headers['last-modified']).toBe(new Date(await lastEvent()).toUTCString());
+      }
+    });
+
+    it('sends no Last-Modified in the second of a write, so that a reader revalidating by date sees a second write then', async () => {
+      const author = await registerUser(app());
+      const path = `/feeds/authors/${author.username}/articles`;
+      // A whole second ahead for two writes and the reads between them.
+      await nextSecond();
+      const first = await createArticle(app(), author.token);
+      const copies = await Promise.all(FORMATS.map((format) => feed(app(), path, format)));
+      const second = await createArticle(app(), author.token);
+      expect(Math.floor(Date.parse(second.createdAt) / 1000), 'both writes in one second').toBe(
+        Math.floor(Date.parse(first.createdAt) / 1000),
+      );
+      for (const [index, format] of FORMATS.entries()) {
+        const copy = copies[index]!;
+        expect(copy.feed.items.map((item) => item.title)).toEqual([first.title]);
+        // A reader that revalidates by date has one to send only when its copy came with one.
+        const since = copy.headers['last-modified'];
+        const revalidated = await feed(app(), path, format, since === undefined ? {} : { 'if-modified-since': String(since) });
+        expect(revalidated.feed.items.map((item) => item.title)).toEqual([second.title, first.title]);
+        expect(since, format).toBeUndefined();
       }
     });
   },
@@ -411,6 +437,7 @@ describe('feeds and their settings', () => {
     const app = await sqliteAppWith(defer, {});
     const author = await registerUser(app);
     await createArticle(app, author.token);
+    await nextSecond();
     expect((await feed(app, '/feeds/articles', 'rss')).headers['last-modified']).toEqual(expect.any(String));
     await app.db
       .updateTable('events')

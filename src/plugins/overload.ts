@@ -1,11 +1,10 @@
 import type { Server } from 'node:http';
-import { normalizeIP } from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
 import type { FastifyHttpOptions, FastifyInstance } from 'fastify';
 import type { OverloadConfig, TimeoutConfig } from '../config.js';
 import { HttpError } from '../errors.js';
 import { RETRY_AFTER_SECONDS } from './errors.js';
-import { isExemptFromLimits } from './rate-limit.js';
+import { clientKey, isExemptFromLimits } from './rate-limit.js';
 
 /**
  * Node checks the header and request timeouts of open connections on a timer (30 s by default); each second
@@ -70,7 +69,7 @@ export async function installOverloadProtection(app: FastifyInstance, overload: 
   const timer = setInterval(() => load.rotate(), 1000).unref();
   app.addHook('onClose', async () => clearInterval(timer));
   app.addHook('onRequest', (request, _reply, done) => {
-    if (!isExemptFromLimits(request)) load.count(normalizeIP(request.ip));
+    if (!isExemptFromLimits(request)) load.count(clientKey(request));
     done();
   });
   await app.register(underPressure, {
@@ -78,7 +77,7 @@ export async function installOverloadProtection(app: FastifyInstance, overload: 
     maxRssBytes: overload.maxRssBytes,
     // Returning normally lets the request through.
     pressureHandler: async (request, reply) => {
-      if (isExemptFromLimits(request) || !load.isAmongBusiest(normalizeIP(request.ip))) return;
+      if (isExemptFromLimits(request) || !load.isAmongBusiest(clientKey(request))) return;
       reply.header('retry-after', RETRY_AFTER_SECONDS);
       throw new HttpError(503, { server: ['overloaded, retry later'] });
     },

@@ -38,6 +38,17 @@ export const trustProxyOption = (trust: Config['trustProxy']) =>
 
 export const isExemptFromLimits = (request: FastifyRequest): boolean => request.routeOptions.config.exemptFromLimits === true;
 
+/** Stands for every client whose address is no longer known; no address is spelled like it. */
+const GONE_CLIENT = 'gone';
+
+/**
+ * What the limits count a client's requests under: its address, an IPv6 one by its /64 as @fastify/rate-limit counts
+ * it. A client that reset its connection before its request was handled has no address any more (Node can no longer
+ * ask the socket, and Fastify's `request.ip` is undefined despite its type); the answers to such requests reach no
+ * one, and they are counted together, so that a flood of them is limited and shed like any other.
+ */
+export const clientKey = (request: FastifyRequest): string => (request.ip === undefined ? GONE_CLIENT : normalizeIP(request.ip));
+
 function refuse(reply: FastifyReply, retryAfterSeconds: number): HttpError {
   reply.header('retry-after', retryAfterSeconds);
   return rateLimited();
@@ -117,6 +128,7 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
     timeWindow: config.windowMs,
     skipOnError: true,
     allowList: isExemptFromLimits,
+    keyGenerator: clientKey,
     errorResponseBuilder: rateLimited,
     ...(redis !== null && { redis, nameSpace: `${config.redisKeyPrefix}rate-limit:` }),
   });
@@ -146,7 +158,7 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
   // Keys say which limit they count: in Redis the plugin files both limiters under the same prefix.
   const limiter = (max: number, key: (request: FastifyRequest) => string) =>
     max > 0 ? app.createRateLimit({ max, timeWindow: config.authWindowMs, keyGenerator: key }) : null;
-  const perAddress = limiter(config.authAddressMax, (request) => `address:${normalizeIP(request.ip)}`);
+  const perAddress = limiter(config.authAddressMax, (request) => `address:${clientKey(request)}`);
   const logins = budget(config.authAccountMax, config.authWindowMs);
   const loginKey = (request: FastifyRequest) => `login-attempts:${accountOf(request)}`;
 

@@ -1,4 +1,5 @@
 import { unprocessable } from '../../errors.js';
+import { INTEGER_ID_MAX } from '../../schemas.js';
 
 /** Where a newest-first list stopped: the last article shown, by the key lists are sorted on. */
 export interface TimeCursor {
@@ -30,7 +31,10 @@ export const encodeListCursor = (cursor: ListCursor) => Buffer.from(JSON.stringi
 
 const RELEVANCE_TAG = 'rank';
 
-const isId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 1;
+const isPositive = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 1;
+// An article id is an `integer` on PostgreSQL: a larger one in a cursor would fail the statement instead of finding
+// nothing. A search's position is an OFFSET, which PostgreSQL takes as a bigint.
+const isArticleId = (value: unknown): value is number => isPositive(value) && value <= INTEGER_ID_MAX;
 
 function parseFields(text: string): unknown {
   try {
@@ -47,9 +51,15 @@ function parseFields(text: string): unknown {
 export function decodeListCursor<Kind extends ListCursor['kind']>(text: string, kind: Kind): Extract<ListCursor, { kind: Kind }> {
   const fields = parseFields(text);
   let cursor: ListCursor | undefined;
-  if (Array.isArray(fields) && fields.length === 2 && Number.isSafeInteger(fields[0]) && isId(fields[1])) {
+  if (Array.isArray(fields) && fields.length === 2 && Number.isSafeInteger(fields[0]) && isArticleId(fields[1])) {
     cursor = { kind: 'time', at: fields[0], id: fields[1] };
-  } else if (Array.isArray(fields) && fields.length === 3 && fields[0] === RELEVANCE_TAG && isId(fields[1]) && isId(fields[2])) {
+  } else if (
+    Array.isArray(fields) &&
+    fields.length === 3 &&
+    fields[0] === RELEVANCE_TAG &&
+    isPositive(fields[1]) &&
+    isArticleId(fields[2])
+  ) {
     cursor = { kind: 'relevance', position: fields[1], horizon: fields[2] };
   }
   // Node's decoder skips characters that are not base64url: only a cursor that encodes back to itself is ours.

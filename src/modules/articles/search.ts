@@ -38,6 +38,9 @@ export interface Search {
 
 // Words are what both databases index: runs of letters, digits and the marks that accent them.
 const WORD = /[\p{L}\p{N}\p{M}]+/gu;
+// Marks only accent a letter or digit: a run of them alone is no word. Folding may leave nothing of one (unaccent
+// drops 106 marks), and PostgreSQL refuses the empty prefix that would make.
+const hasBase = (word: string) => /[\p{L}\p{N}]/u.test(word);
 // A quoted phrase (its closing quote optional: the user may still be typing it), or a run without spaces.
 const TOKEN = /(-?)(?:"([^"]*)"?|([^\s"]+))/gu;
 
@@ -50,8 +53,8 @@ export function parseSearch(text: string): Search {
   const clauses: Clause[] = [];
   let lastIsBare = false;
   for (const [, minus, quoted, bare] of text.matchAll(TOKEN)) {
-    const words = (quoted ?? bare ?? '').match(WORD);
-    if (!words) continue;
+    const words = (quoted ?? bare ?? '').match(WORD)?.filter(hasBase);
+    if (!words?.length) continue;
     clauses.push({ words: words.map((word) => word.toLowerCase()), prefix: false, negated: minus === '-' });
     lastIsBare = bare !== undefined;
   }

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
+import { INTEGER_ID_MAX, RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
 import { SlugParams } from '../articles/schemas.js';
 import { Profile } from '../profiles/schemas.js';
 
@@ -10,7 +10,7 @@ export const NewCommentBody = Wrapped('comment', Type.Object({ body: RequiredTex
 export const CommentParams = Type.Object({
   slug: SlugParams.properties.slug,
   // Bounded by the id column's range so that no database sees an out-of-range number.
-  id: UrlInteger({ minimum: 1, maximum: 2_147_483_647 }),
+  id: UrlInteger({ minimum: 1, maximum: INTEGER_ID_MAX }),
 });
 
 export const Comment = Type.Object({

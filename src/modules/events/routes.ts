@@ -1,9 +1,9 @@
-import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { HttpError, notFound, rateLimited } from '../../errors.js';
 import { RETRY_AFTER_SECONDS } from '../../plugins/errors.js';
+import { clientKey } from '../../plugins/rate-limit.js';
 import { errorResponses } from '../../schemas.js';
 import { findProfile } from '../profiles/queries.js';
 import { viewerId } from '../users/auth.js';
@@ -63,7 +63,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       reply.header('connection', 'close');
       const filter = await filterOf(request);
       const resumeAfter = request.query.lastEventId ?? request.headers['last-event-id'];
-      const client = normalizeIP(request.ip);
+      const client = clientKey(request);
       const refusal = dispatcher.admit(client);
       if (refusal !== null) {
         reply.header('retry-after', RETRY_AFTER_SECONDS);

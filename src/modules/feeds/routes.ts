@@ -5,6 +5,7 @@ import type { FeedConfig } from '../../config.js';
 import type { Executor } from '../../db/index.js';
 import { notFound } from '../../errors.js';
 import { escapeMarkup } from '../../markup.js';
+import { setLastModified } from '../../plugins/conditional-get.js';
 import { errorResponses } from '../../schemas.js';
 import { currentState } from '../articles/lifecycle.js';
 import { toSummary } from '../articles/view.js';
@@ -149,7 +150,7 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
             entries: withinRenderBudget(rows).map(([row, rendered]) => entryOf(row, rendered)),
           };
           const modified = lastModified(shown, lastWrite, retention.eventsMs, Date.now());
-          if (modified !== undefined) reply.header('last-modified', new Date(modified).toUTCString());
+          if (modified !== undefined) setLastModified(reply, modified);
           return reply.type(`${format.mediaType}; charset=utf-8`).send(format.write(feed));
         },
       );

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
-import { Defaulted, NullableString, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
+import { Defaulted, INTEGER_ID_MAX, NullableString, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
 import { EVENT_TYPES } from '../events/catalogue.js';
 
 /** Past this many endpoints a user gets 422: each one is a fan-out row on every event of theirs. */
@@ -24,7 +24,7 @@ export const NewWebhookBody = Wrapped(
   }),
 );
 
-export const WebhookParams = Type.Object({ id: UrlInteger({ minimum: 1, maximum: 2_147_483_647 }) });
+export const WebhookParams = Type.Object({ id: UrlInteger({ minimum: 1, maximum: INTEGER_ID_MAX }) });
 
 const webhookFields = {
   id: Type.Integer(),
