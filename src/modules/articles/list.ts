@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
-import { asDriverError } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
+import { isQueryCanceled } from '../../db/unavailable.js';
 import { identityKey } from '../../identity.js';
 import { presentTo } from '../profiles/queries.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
@@ -44,7 +44,6 @@ export interface Page {
 const RECENT_WINDOW = 20_000;
 /** How long PostgreSQL may look for older matches before the search ranks the newer ones it has. */
 const OLDER_MATCHES_TIMEOUT_MS = 200;
-const QUERY_CANCELED = '57014';
 
 /**
  * Rows after the cursor, in a newest-first order on (time, id): a range of the same index the order reads, so
@@ -355,7 +354,7 @@ async function newestPostgresMatches(db: Executor, search: Search, conditions: R
     });
     return [...ids, ...older.rows.map((row) => row.id)];
   } catch (error) {
-    if (asDriverError(error).code === QUERY_CANCELED) return ids;
+    if (isQueryCanceled(error)) return ids;
     throw error;
   }
 }
