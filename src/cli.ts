@@ -15,9 +15,13 @@ const wholeNumber = (min: number) => (raw: string) => {
   return Number(raw);
 };
 
-/** Runs `work` against the configured database and always closes it, so the command can exit on its own. */
+/**
+ * Runs `work` against the configured database and always closes it, so the command can exit on its own. Without
+ * DATABASE_STATEMENT_TIMEOUT, which is for requests: a migration or a seed of a large database runs for minutes.
+ */
 async function withDatabase<T>(work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
-  const database = openDatabase(loadConfig().database);
+  const config = loadConfig().database;
+  const database = openDatabase(config.kind === 'postgres' ? { ...config, statementTimeoutMs: 0 } : config);
   try {
     return await work(database);
   } finally {

@@ -28,6 +28,11 @@ export type DatabaseConfig =
       poolSize: number;
       /** Waiting longer for a connection than this fails the request (503) instead of hanging while the database is down. */
       connectTimeoutMs: number;
+      /**
+       * PostgreSQL cancels a statement of these connections that runs longer (503), so that one gone wrong cannot hold
+       * a connection for good; 0 for none, as for the commands whose statements may rightly run for minutes.
+       */
+      statementTimeoutMs: number;
     };
 
 export interface Config {
@@ -277,6 +282,7 @@ function database(settings: Settings, dataDir: string): DatabaseConfig {
     url,
     poolSize: settings.DATABASE_POOL_SIZE,
     connectTimeoutMs: 1000 * parseDuration(settings.DATABASE_CONNECT_TIMEOUT, 'DATABASE_CONNECT_TIMEOUT'),
+    statementTimeoutMs: 1000 * parseDuration(settings.DATABASE_STATEMENT_TIMEOUT, 'DATABASE_STATEMENT_TIMEOUT', 0),
   };
 }
 

@@ -113,6 +113,14 @@ export const SETTINGS = Type.Object(
     }),
     DATABASE_POOL_SIZE: positive(10, 'PostgreSQL connections per process; a quarter of them (at least one) kept for requests that write'),
     DATABASE_CONNECT_TIMEOUT: duration('5s', 'how long a request waits for a PostgreSQL connection before it is answered 503'),
+    DATABASE_STATEMENT_TIMEOUT: duration(
+      '5s',
+      'how long a statement the server sends PostgreSQL may run, time spent waiting for locks included (`statement_timeout` ' +
+        'on its connections, for requests and background work alike); past it PostgreSQL cancels it and the request is ' +
+        'answered 503 with `Retry-After`. Migrations, at start or by `conduit migrate`, and the other `conduit` commands ' +
+        'run without it. `0`: none',
+      { zero: true },
+    ),
     JWT_SECRET: Type.Optional(
       Type.String({
         minLength: MIN_SECRET_LENGTH,

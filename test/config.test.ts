@@ -236,13 +236,20 @@ describe('loadConfig', () => {
 
   it('reads postgres:// and postgresql:// URLs with a pool size and a connect timeout', () => {
     const url = 'postgres://app:secret@db.internal:5432/conduit';
-    expect(loadConfig(env({ DATABASE_URL: url })).database).toEqual({ kind: 'postgres', url, poolSize: 10, connectTimeoutMs: 5000 });
+    expect(loadConfig(env({ DATABASE_URL: url })).database).toEqual({
+      kind: 'postgres',
+      url,
+      poolSize: 10,
+      connectTimeoutMs: 5000,
+      statementTimeoutMs: 5000,
+    });
     const alias = 'postgresql://app@localhost/conduit';
     expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_POOL_SIZE: '4', DATABASE_CONNECT_TIMEOUT: '2' })).database).toEqual({
       kind: 'postgres',
       url: alias,
       poolSize: 4,
       connectTimeoutMs: 2000,
+      statementTimeoutMs: 5000,
     });
     expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_CONNECT_TIMEOUT: '1m' })).database).toMatchObject({ connectTimeoutMs: 60_000 });
   });
@@ -259,6 +266,16 @@ describe('loadConfig', () => {
       expect(configError(env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_CONNECT_TIMEOUT: timeout })).message).toContain(
         'DATABASE_CONNECT_TIMEOUT',
       );
+    }
+  });
+
+  it('reads DATABASE_STATEMENT_TIMEOUT as a duration, 0 for none, and refuses anything else', () => {
+    const postgres = (timeout: string) => env({ DATABASE_URL: 'postgres://localhost/conduit', DATABASE_STATEMENT_TIMEOUT: timeout });
+    expect(loadConfig(postgres('30')).database).toMatchObject({ statementTimeoutMs: 30_000 });
+    expect(loadConfig(postgres('2m')).database).toMatchObject({ statementTimeoutMs: 120_000 });
+    expect(loadConfig(postgres('0')).database).toMatchObject({ statementTimeoutMs: 0 });
+    for (const timeout of ['-1', 'soon', '500ms']) {
+      expect(configError(postgres(timeout)).message).toContain('DATABASE_STATEMENT_TIMEOUT');
     }
   });
 

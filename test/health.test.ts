@@ -101,7 +101,13 @@ describe('readiness against a PostgreSQL address that does not answer', () => {
   async function probesFor(url: string) {
     // A connect timeout longer than the probe's, so that the probe's own timeout is what answers. Three connections
     // for reads (of 4), so that a probe after a hung one can open another rather than wait for the hung one's slot.
-    const database = openDatabase({ kind: 'postgres', url, poolSize: 4, connectTimeoutMs: READINESS_TIMEOUT_MS * 2 });
+    const database = openDatabase({
+      kind: 'postgres',
+      url,
+      poolSize: 4,
+      connectTimeoutMs: READINESS_TIMEOUT_MS * 2,
+      statementTimeoutMs: 0,
+    });
     const app = Fastify();
     installHealthRoutes(app, database);
     return {

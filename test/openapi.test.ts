@@ -101,7 +101,7 @@ const parameterKeys = (operation: Node, root: Node) =>
 const LIFECYCLE_FIELDS = ['publishAt', 'publishedAt', 'status'];
 const ADDITIONS: Record<string, string[]> = {
   'GET /articles': ['query:cursor', 'query:q'],
-  'GET /articles 200': ['nextCursor'],
+  'GET /articles 200': ['nextCursor', 'partial'],
   'GET /articles 200.articles[]': ['snippet', ...LIFECYCLE_FIELDS],
   'GET /articles/feed': ['query:cursor'],
   'GET /articles/feed 200': ['nextCursor'],

@@ -1,8 +1,11 @@
+import type { FastifyInstance } from 'fastify';
 import { parseFragment } from 'parse5';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
 import { parseSearch, SEARCH_WORDS_MAX, snippetHtml } from '../src/modules/articles/search.js';
-import { describeEachDatabase } from './support/app.js';
+import { createScratchDatabase, DATABASES, describeEachDatabase, type ScratchDatabase, testConfig, withAdmin } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser, unique } from './support/client.js';
+import { lockTable, lockWaiter, type TableLock } from './support/locks.js';
 
 interface Hit {
   slug: string;
@@ -212,5 +215,57 @@ describeEachDatabase('search', (ctx) => {
     const misuse = await search(`limit=1&cursor=${first.body.nextCursor}`);
     expect(misuse.status).toBe(422);
     expect(misuse.body.errors?.cursor).toEqual(['belongs to a search']);
+  });
+});
+
+describe.skipIf(!DATABASES.includes('postgres'))('search on PostgreSQL out of time for older matches', () => {
+  let scratch: ScratchDatabase;
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('postgres');
+    app = await buildApp(testConfig(scratch.url));
+  });
+  afterAll(async () => {
+    await app?.close();
+    await scratch?.drop();
+  });
+
+  it('says that its answer is partial, and only then', async () => {
+    const author = await registerUser(app, 'writer');
+    const word = unique('zq');
+    await createArticle(app, author.token, { title: `older ${word}` });
+    // Far past the newest 20,000 articles (list.ts RECENT_WINDOW): the older article is found by the second step only.
+    await withAdmin((client) => client.query(`select setval(pg_get_serial_sequence('articles', 'id'), 100000)`), scratch.url);
+    await createArticle(app, author.token, { title: `newer ${word}` });
+    const search = () => call(app, 'GET', `/api/articles?q=${word}`);
+
+    const whole = await search();
+    expect(whole.body).toMatchObject({ articlesCount: 2, nextCursor: null });
+    expect(whole.body).not.toHaveProperty('partial');
+
+    // The lock on the articles holds the first step (it reads them too) while it has the index in hand, so that the
+    // lock on the index, asked for meanwhile, is granted the moment that step ends: the second step then waits on it
+    // until its time runs out, and the ranking, which reads the index as well, until the test lets it go.
+    const articles = await lockTable(scratch.url, 'articles');
+    await articles.granted;
+    const answer = search();
+    let index: TableLock;
+    try {
+      await lockWaiter(scratch.url, { pattern: '%order by article_id desc%' });
+      index = await lockTable(scratch.url, 'article_search');
+      await lockWaiter(scratch.url, { pid: index.pid });
+    } finally {
+      await articles.release();
+    }
+    try {
+      await lockWaiter(scratch.url, { pattern: '%ts_rank_cd%' });
+    } finally {
+      await index.release();
+    }
+    const partial = await answer;
+    expect(partial.status).toBe(200);
+    expect(partial.body).toMatchObject({ articlesCount: 1, nextCursor: null, partial: true });
+    expect(partial.body.articles.map((hit: Hit) => hit.title)).toEqual([`newer ${word}`]);
   });
 });

@@ -41,7 +41,8 @@ export function locate(kind: DatabaseKind, scale: ScaleName, postgresUrl?: strin
     kind,
     scale,
     url: url.toString(),
-    config: { kind, url: url.toString(), poolSize: 2, connectTimeoutMs: 10_000 },
+    // Seeding a million articles runs statements for minutes, as `conduit seed` does.
+    config: { kind, url: url.toString(), poolSize: 2, connectTimeoutMs: 10_000, statementTimeoutMs: 0 },
     adminUrl: postgresUrl,
   };
 }

@@ -1,5 +1,6 @@
+import { sql } from 'kysely';
 import { type Migration, type MigrationResult, type MigrationResultSet, Migrator } from 'kysely/migration';
-import type { DatabaseHandle } from './index.js';
+import type { DatabaseHandle, Executor } from './index.js';
 import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
 import { listCounters } from './migrations/0003_list_counters.js';
@@ -65,6 +66,27 @@ export function unwrap({ error, results }: MigrationResultSet): MigrationResult[
   return results ?? [];
 }
 
+/**
+ * Runs `work` on one connection without DATABASE_STATEMENT_TIMEOUT, which is for requests: a migration may index
+ * every article, and a process that starts meanwhile waits at the migration lock until the first one is done.
+ */
+async function withoutStatementTimeout<T>(handle: DatabaseHandle, work: (db: Executor) => Promise<T>): Promise<T> {
+  if (handle.dialect === 'sqlite') return work(handle.db);
+  return handle.db.connection().execute(async (connection) => {
+    await sql`set statement_timeout = 0`.execute(connection);
+    try {
+      return await work(connection);
+    } finally {
+      // The connection goes back to the pool that serves requests.
+      await sql`reset statement_timeout`.execute(connection);
+    }
+  });
+}
+
 export async function migrateToLatest(handle: DatabaseHandle, progress?: MigrationProgress): Promise<MigrationResult[]> {
-  return unwrap(await createMigrator(handle, progress).migrateToLatest());
+  const outcome = await withoutStatementTimeout(handle, (db) => createMigrator({ ...handle, db }, progress).migrateToLatest()).catch(
+    // The migrator reports its own failures; a database that cannot even lend a connection is judged the same way.
+    (error: unknown): MigrationResultSet => ({ error }),
+  );
+  return unwrap(outcome);
 }

@@ -28,3 +28,9 @@ export function isUnavailable(error: unknown): boolean {
   }
   return typeof message === 'string' && PG_CONNECTION_MESSAGES.has(message);
 }
+
+/**
+ * PostgreSQL's query_canceled: a statement ran past its statement_timeout (DATABASE_STATEMENT_TIMEOUT, or a shorter
+ * one a query set for itself), or an operator cancelled it.
+ */
+export const isQueryCanceled = (error: unknown): boolean => asDriverError(error).code === '57014';

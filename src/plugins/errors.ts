@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { uniqueViolation } from '../db/constraints.js';
-import { isUnavailable } from '../db/unavailable.js';
+import { isQueryCanceled, isUnavailable } from '../db/unavailable.js';
 import { alreadyTaken, HttpError, LOOKALIKE_USERNAME } from '../errors.js';
 import { validationErrors } from './validation.js';
 
@@ -57,6 +57,11 @@ export function installErrorHandling(app: FastifyInstance): void {
       request.log.info('the client closed the connection before sending its whole request');
     } else if (isUnavailable(error)) {
       request.log.warn({ err: error }, 'the database is unavailable');
+      return sendUnavailable(reply);
+    } else if (isQueryCanceled(error)) {
+      // Past DATABASE_STATEMENT_TIMEOUT the statement may be one that goes wrong or one that waited behind a lock or
+      // a busy database; the latter fares better later, and the client cannot tell them apart any more than we can.
+      request.log.warn({ err: error }, 'the database cancelled a statement: DATABASE_STATEMENT_TIMEOUT, or an operator');
       return sendUnavailable(reply);
     }
     const response = toResponse(error);

@@ -28,6 +28,9 @@ function openPool(config: PostgresConfig, max: number, log?: DatabaseLog) {
     connectionString: config.url,
     max,
     connectionTimeoutMillis: config.connectTimeoutMs,
+    // Sent when the connection opens, so it is the session's default: a statement never starts without it, and
+    // `reset statement_timeout` comes back to it after a migration lifts it (migrate.ts). 0 sends nothing.
+    statement_timeout: config.statementTimeoutMs,
     types: { getTypeParser },
   });
   // A client that loses its connection emits 'error', and with no listener that crashes the process: pg-pool

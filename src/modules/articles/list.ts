@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
-import { asDriverError } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
+import { isQueryCanceled } from '../../db/unavailable.js';
 import { identityKey } from '../../identity.js';
 import { presentTo } from '../profiles/queries.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
@@ -44,7 +44,6 @@ export interface Page {
 const RECENT_WINDOW = 20_000;
 /** How long PostgreSQL may look for older matches before the search ranks the newer ones it has. */
 const OLDER_MATCHES_TIMEOUT_MS = 200;
-const QUERY_CANCELED = '57014';
 
 /**
  * Rows after the cursor, in a newest-first order on (time, id): a range of the same index the order reads, so
@@ -208,7 +207,13 @@ async function articlesInOrder(db: Executor, ids: number[], viewerId: number | n
     });
 }
 
-type ListAnswer = { articles: ReturnType<typeof toSummary>[]; articlesCount: number; nextCursor: string | null };
+type ListAnswer = {
+  articles: ReturnType<typeof toSummary>[];
+  articlesCount: number;
+  nextCursor: string | null;
+  /** A search that stopped looking for older matches (newestPostgresMatches): there may be more than it ranked. */
+  partial?: true;
+};
 
 /**
  * The `{ articles, articlesCount, nextCursor }` answer as this viewer sees it, newest first, in one statement: the
@@ -291,7 +296,7 @@ export function listOwnArticles(db: Executor, authorId: number, status: ArticleS
 /**
  * The most recent articles matching a search and every filter, at most SEARCH_CANDIDATES, each with its relevance
  * (higher is better), as a subquery of (id, relevance). Only these are ranked, so a word found in every article costs
- * SEARCH_CANDIDATES rows, not a million.
+ * SEARCH_CANDIDATES rows, not a million. `partial` when PostgreSQL stopped looking before it had them all.
  */
 async function searchCandidates(
   db: Executor,
@@ -299,7 +304,7 @@ async function searchCandidates(
   search: Search,
   horizon: number | undefined,
   now: number,
-): Promise<RawBuilder<unknown>> {
+): Promise<{ candidates: RawBuilder<unknown>; partial: boolean }> {
   const postgres = dialectOf(db) === 'postgres';
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
   // The index holds every article; only the public ones are candidates, each checked by its primary key.
@@ -313,19 +318,21 @@ async function searchCandidates(
   ].flatMap((ids) => (ids ? [sql`and ${id} in (${ids})`] : []));
   narrowing.push(isPublic);
   if (postgres) {
-    const ids = await newestPostgresMatches(db, search, sql.join(narrowing, sql` `), horizon);
+    const { ids, partial } = await newestPostgresMatches(db, search, sql.join(narrowing, sql` `), horizon);
     // Normalization 1 divides by the log of the length, as BM25 discounts long articles.
-    return sql`select article_id as id, ts_rank_cd(document, ${tsQuery(search)}, 1)::float8 as relevance
+    const candidates = sql`select article_id as id, ts_rank_cd(document, ${tsQuery(search)}, 1)::float8 as relevance
       from article_search where article_id = any(${ids})`;
+    return { candidates, partial };
   }
   if (horizon !== undefined) narrowing.push(sql`and rowid <= ${horizon}`);
   // FTS5 yields the matches newest first and stops at the limit. bm25() is negative, lower for better matches; its
   // weights follow the index's columns (title, description, body, tags). Without it the candidates rank alike,
   // newest first.
   const relevance = (await fewMatchesEach(db, search, horizon)) ? sql`-bm25(article_search, 10.0, 3.0, 1.0, 5.0)` : sql`0`;
-  return sql`select rowid as id, ${relevance} as relevance
+  const candidates = sql`select rowid as id, ${relevance} as relevance
     from article_search where article_search match ${fts5Query(search)} ${sql.join(narrowing, sql` `)}
     order by rowid desc limit ${SEARCH_CANDIDATES}`;
+  return { candidates, partial: false };
 }
 
 /**
@@ -334,9 +341,14 @@ async function searchCandidates(
  * way, and enough for any word in more than a few percent of the articles. Only if that leaves places does the
  * index look further back, which costs in proportion to the older matches: for words rarer than that, few. A phrase
  * of common words that is itself rare makes PostgreSQL check every article holding all of its words; a statement
- * timeout bounds that, and the search then ranks what the first step found.
+ * timeout bounds that, and the search then ranks what the first step found, `partial`: older matches may be missing.
  */
-async function newestPostgresMatches(db: Executor, search: Search, conditions: RawBuilder<unknown>, horizon: number | undefined) {
+async function newestPostgresMatches(
+  db: Executor,
+  search: Search,
+  conditions: RawBuilder<unknown>,
+  horizon: number | undefined,
+): Promise<{ ids: number[]; partial: boolean }> {
   const newest =
     horizon ?? Number((await sql<{ id: number | null }>`select max(article_id) as id from article_search`.execute(db)).rows[0]?.id ?? 0);
   const floor = newest - RECENT_WINDOW;
@@ -345,7 +357,7 @@ async function newestPostgresMatches(db: Executor, search: Search, conditions: R
     where ${matching} and article_id > ${floor} and article_id <= ${newest}
     order by article_id desc limit ${SEARCH_CANDIDATES}`.execute(db);
   const ids = recent.map((row) => row.id);
-  if (ids.length === SEARCH_CANDIDATES || floor <= 0) return ids;
+  if (ids.length === SEARCH_CANDIDATES || floor <= 0) return { ids, partial: false };
   try {
     const older = await db.transaction().execute(async (trx) => {
       await sql`select set_config('statement_timeout', ${String(OLDER_MATCHES_TIMEOUT_MS)}, true)`.execute(trx);
@@ -353,9 +365,9 @@ async function newestPostgresMatches(db: Executor, search: Search, conditions: R
       return sql<{ id: number }>`select article_id as id from article_search where ${matching} and article_id <= ${floor}
         order by article_id + 0 desc limit ${SEARCH_CANDIDATES - ids.length}`.execute(trx);
     });
-    return [...ids, ...older.rows.map((row) => row.id)];
+    return { ids: [...ids, ...older.rows.map((row) => row.id)], partial: false };
   } catch (error) {
-    if (asDriverError(error).code === QUERY_CANCELED) return ids;
+    if (isQueryCanceled(error)) return { ids, partial: true };
     throw error;
   }
 }
@@ -379,7 +391,7 @@ async function searchArticles(
 ): Promise<ListAnswer> {
   const cursor: RelevanceCursor | undefined = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'relevance');
   const now = Date.now();
-  const candidates = await searchCandidates(db, filters, search, cursor?.horizon, now);
+  const { candidates, partial } = await searchCandidates(db, filters, search, cursor?.horizon, now);
   const position = cursor?.position ?? page.offset;
   const { rows } = await sql<RankedRow>`
     select id, matches, horizon from (
@@ -399,6 +411,7 @@ async function searchArticles(
     ),
     articlesCount: Number(matches),
     nextCursor: rows.length > page.limit ? encodeListCursor({ kind: 'relevance', position: position + page.limit, horizon }) : null,
+    ...(partial && { partial }),
   };
 }
 

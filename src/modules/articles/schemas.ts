@@ -118,12 +118,11 @@ const summaryFields = {
 export const ArticleSummary = Type.Object(summaryFields);
 export const Article = Type.Object({ ...summaryFields, body: Type.String() });
 export const ArticleResponse = Wrapped('article', Article);
-const listOf = <T extends TSchema>(items: T) =>
-  Type.Object({
-    articles: Type.Array(items),
-    articlesCount: Type.Integer({ description: `Matches in all; a search counts at most the ${SEARCH_CANDIDATES} it ranks` }),
-    nextCursor: NullableString({ description: 'Pass as `cursor` for the next page; null on the last page' }),
-  });
+const listFields = <T extends TSchema>(items: T) => ({
+  articles: Type.Array(items),
+  articlesCount: Type.Integer({ description: `Matches in all; a search counts at most the ${SEARCH_CANDIDATES} it ranks` }),
+  nextCursor: NullableString({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+});
 
 const SearchResult = Type.Object({
   ...summaryFields,
@@ -131,8 +130,17 @@ const SearchResult = Type.Object({
     Type.String({ description: 'Searches only: where the body matches, as HTML-escaped text with matched words in <mark>' }),
   ),
 });
-export const ArticleListResponse = listOf(SearchResult);
-export const FeedResponse = listOf(ArticleSummary);
+export const ArticleListResponse = Type.Object({
+  ...listFields(SearchResult),
+  partial: Type.Optional(
+    Type.Literal(true, {
+      description:
+        'Present only when a search (on PostgreSQL) ran out of time looking for older matches past the newest articles: ' +
+        'some may be missing from the ranking and from `articlesCount`',
+    }),
+  ),
+});
+export const FeedResponse = Type.Object(listFields(ArticleSummary));
 
 export type NewArticle = Static<typeof NewArticleBody>['article'];
 export type ArticleChanges = Static<typeof UpdateArticleBody>['article'];
