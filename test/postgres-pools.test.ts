@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig, withAdmin } from './support/app.js';
 import { call, createArticle, registerUser } from './support/client.js';
+import { lockWaiter } from './support/locks.js';
 
 const POOL_SIZE = 4;
 const LOCK = 4242;
@@ -21,15 +22,6 @@ describe.skipIf(!DATABASES.includes('postgres'))('PostgreSQL connections for req
     await scratch.drop();
   });
 
-  /** Backends of the scratch database waiting for the test's advisory lock. */
-  const waitingOnLock = () =>
-    withAdmin(async (client) => {
-      const { rows } = await client.query<{ n: number }>(
-        "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-      );
-      return rows[0]!.n;
-    }, scratch.url);
-
   it('answer a favorite while every connection reads can use is held, and the reads queued behind them wait', async () => {
     const author = await registerUser(app, 'author');
     const fan = await registerUser(app, 'fan');
@@ -39,7 +31,7 @@ describe.skipIf(!DATABASES.includes('postgres'))('PostgreSQL connections for req
       await holder.query('select pg_advisory_lock($1)', [LOCK]);
       // As many blocked reads as the whole pool has connections: with one shared pool, nothing would be left.
       const blockedReads = Array.from({ length: POOL_SIZE }, () => sql`select pg_advisory_xact_lock(${LOCK})`.execute(app.db));
-      while ((await waitingOnLock()) < POOL_SIZE - 1) await new Promise((resolve) => setTimeout(resolve, 20));
+      await lockWaiter(scratch.url, 'any', { atLeast: POOL_SIZE - 1 });
       let readAnswered = false;
       const read = call(app, 'GET', `/api/articles/${slug}`).finally(() => {
         readAnswered = true;

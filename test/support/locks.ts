@@ -2,24 +2,31 @@ import pg from 'pg';
 import { withAdmin } from './app.js';
 
 /**
- * Resolves once a backend of the database at `url` waits for a lock, running a statement that matches `pattern` (SQL
- * `like`) or being the backend `pid`: where a test's request has got to, told by PostgreSQL rather than guessed with
- * a sleep.
+ * Resolves once `atLeast` backends of the database at `url` wait for a lock: any backend, or only those running a
+ * statement that matches `pattern` (SQL `like`), or the backend `pid`. Where a test's requests have got to, told by
+ * PostgreSQL rather than guessed with a sleep.
  */
-export async function lockWaiter(url: string, which: { pattern: string } | { pid: number }, deadlineMs = 10_000): Promise<void> {
+export async function lockWaiter(
+  url: string,
+  which: { pattern: string } | { pid: number } | 'any' = 'any',
+  { atLeast = 1, deadlineMs = 10_000 } = {},
+): Promise<void> {
   const deadline = Date.now() + deadlineMs;
-  const [condition, value] = 'pid' in which ? ['pid = $1', which.pid] : ['query like $1', which.pattern];
+  const [condition, values] =
+    which === 'any' ? ['true', []] : 'pid' in which ? ['pid = $1', [which.pid]] : ['query like $1', [which.pattern]];
   for (;;) {
     const waiting = await withAdmin(async (client) => {
       const { rows } = await client.query<{ n: number }>(
         `select count(*)::int as n from pg_stat_activity
           where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid() and ${condition}`,
-        [value],
+        values,
       );
-      return rows[0]!.n > 0;
+      return rows[0]!.n;
     }, url);
-    if (waiting) return;
-    if (Date.now() > deadline) throw new Error(`nothing waited for a lock (${JSON.stringify(which)}) within ${deadlineMs} ms`);
+    if (waiting >= atLeast) return;
+    if (Date.now() > deadline) {
+      throw new Error(`fewer than ${atLeast} waited for a lock (${JSON.stringify(which)}) within ${deadlineMs} ms`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

@@ -76,8 +76,7 @@ const articleIdsFavoritedBy = (db: Executor, username: string) =>
  * The ids of one page and one more (which says whether another follows), newest published first, read from the
  * index that already holds the first filter's public rows in that order, so a page costs its offset plus limit index
  * entries whatever the number of matches: a tag's links and a user's favorites carry the article's listed_at for this
- * (visibility.ts); an author's articles have their own index. The other filters, when
- * combined, narrow the walk.
+ * (visibility.ts); an author's articles have their own index. The other filters, when combined, narrow the walk.
  */
 function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: TimeCursor | undefined, now: number) {
   if (filters.favorited || filters.tag) {

@@ -74,7 +74,7 @@ async function lockTags(trx: Executor, names: string[], alsoLocked: number[] = [
 /** What a link row carries of its article (migration 0017): its listed_at, and whether the counts count it. */
 const linkListing = (article: Pick<ArticleRef, 'withheld'> & StoredState) => ({
   article_listed_at: listedAt(article),
-  article_counted: article.status === 'published' && article.withheld === 0 ? 1 : 0,
+  article_counted: article.withheld === 0 && isListed(article) ? 1 : 0,
 });
 
 function linkTags(trx: Executor, article: Pick<ArticleRef, 'id' | 'withheld'> & StoredState, tagIds: number[]) {

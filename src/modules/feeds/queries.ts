@@ -27,8 +27,7 @@ export function findTag(db: Executor, name: string) {
 /**
  * The newest FEED_SIZE public ids of the scope, off the index that holds them in publication order (as the article
  * list reads its pages): articles (listed_at, id), articles (author_id, listed_at, id), article_tags (tag_id,
- * article_listed_at, article_id). A feed reads FEED_SIZE index entries whatever
- * the number of articles.
+ * article_listed_at, article_id). A feed reads FEED_SIZE index entries whatever the number of articles.
  */
 function newestIds(db: Executor, scope: FeedScope, now: number) {
   if (scope.kind === 'tag') {
