@@ -27,6 +27,11 @@ export const alreadyTaken = (field: string) => new HttpError(409, { [field]: ['h
 export const LOOKALIKE_USERNAME = 'looks too much like an existing username';
 /** A write by an account that is leaving: it must cancel its deletion first (users/leaving.ts). */
 export const accountLeaving = () => new HttpError(403, { account: ['is being deleted'] });
+/** A moderation route called by someone who does not outrank its target (modules/moderation/roles.ts). */
+export const moderationForbidden = () => new HttpError(403, { moderation: ['forbidden'] });
+/** A write by a suspended account; the message names the end of the suspension when it has one. */
+export const accountSuspended = (until: number | null) =>
+  new HttpError(403, { account: [until === null ? 'suspended' : `suspended until ${new Date(until).toISOString()}`] });
 /** A lifecycle transition the article's current state does not allow. */
 export const conflict = (field: string, message: string) => new HttpError(409, { [field]: [message] });
 export const notFound = (resource: Resource) => new HttpError(404, { [resource]: ['not found'] });

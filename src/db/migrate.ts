@@ -18,6 +18,7 @@ import { articleRevisions } from './migrations/0014_article_revisions.js';
 import { accountDeletion } from './migrations/0015_account_deletion.js';
 import { accountExport } from './migrations/0016_account_export.js';
 import { scheduledLinkKeys } from './migrations/0017_scheduled_link_keys.js';
+import { moderation } from './migrations/0018_moderation.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -43,6 +44,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0015_account_deletion': accountDeletion,
     '0016_account_export': accountExport(dialect),
     '0017_scheduled_link_keys': scheduledLinkKeys(dialect),
+    '0018_moderation': moderation(dialect),
   };
   return new Migrator({
     db,

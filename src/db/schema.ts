@@ -32,6 +32,16 @@ export interface UsersTable {
   purge_at: EpochMs | null;
   /** When the user last started an export of their account: one per account per 10 minutes (modules/export). */
   last_export_at: EpochMs | null;
+  role: Generated<Role>;
+  /** Set while suspended (modules/moderation): it reads but writes nothing until suspended_until, or until lifted. */
+  suspended_at: EpochMs | null;
+  suspended_until: EpochMs | null;
+  suspension_reason: string | null;
+  /**
+   * How many accounts this user's reads leave out (blocks either way, the user's own mutes), kept by triggers on
+   * blocks and mutes (migration 0018): a viewer with none skips the rule.
+   */
+  screened_count: Generated<number>;
   created_at: EpochMs;
   updated_at: EpochMs;
 }
@@ -67,8 +77,13 @@ export interface ArticlesTable {
   publish_at: EpochMs | null;
   /** When it first became public; never changes once set. */
   published_at: EpochMs | null;
-  /** 1 while the author's account is being deleted: public to nobody but its author, whatever its status. */
+  /**
+   * Non-zero while public to nobody but its author, whatever its status: bit 1 while the author's account is being
+   * deleted, bit 2 while a moderator hides it (articles/visibility.ts WITHHELD).
+   */
   withheld: Generated<number>;
+  /** Why a moderator hid it; null while it is not hidden. */
+  hidden_reason: string | null;
   /**
    * When the article is or becomes public (publishedAt, or publishAt while scheduled), null when it is not to be
    * public: every public read asks `listed_at <= now` (articles/visibility.ts). Writers set it with `listedAt`; a
@@ -134,6 +149,9 @@ export interface CommentsTable {
   article_id: number;
   author_id: number;
   body: string;
+  /** Set while hidden (by a moderator or the article's author): the comment then shows only to its author. */
+  hidden_reason: string | null;
+  hidden_by: number | null;
   created_at: EpochMs;
   updated_at: EpochMs;
 }
@@ -186,8 +204,10 @@ export interface NotificationsTable {
   article_id: number | null;
   comment_id: number | null;
   endpoint_id: number | null;
-  /** The event that made it; null for notices the app makes itself (an endpoint disabled). */
+  /** The event that made it; null for notices the app makes itself (an endpoint disabled, a moderation decision). */
   event_id: number | null;
+  /** The moderation decision it tells of (kind `moderation`). */
+  decision_id: number | null;
   created_at: EpochMs;
 }
 
@@ -222,6 +242,74 @@ export interface WebhookDeliveriesTable {
   finished_at: EpochMs | null;
 }
 
+export const ROLES = ['user', 'moderator', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface BlocksTable {
+  blocker_id: number;
+  blocked_id: number;
+  created_at: EpochMs;
+}
+
+export interface MutesTable {
+  muter_id: number;
+  muted_id: number;
+  created_at: EpochMs;
+}
+
+export const REPORT_TARGETS = ['article', 'comment', 'profile'] as const;
+export type ReportTarget = (typeof REPORT_TARGETS)[number];
+export const REPORT_STATUSES = ['open', 'resolved', 'dismissed'] as const;
+export type ReportStatus = (typeof REPORT_STATUSES)[number];
+
+/** A report on an article, comment or profile, or (reason `appeal`) an appeal of a decision: the moderators' queue. */
+export interface ReportsTable {
+  id: Generated<number>;
+  reporter_id: number;
+  target_type: ReportTarget;
+  /** The account the report is about: the profile, or the author of the article or comment. */
+  subject_id: number;
+  article_id: number | null;
+  comment_id: number | null;
+  /** `<type>:<id>`: one open report per reporter and target (a partial unique index), and the queue's grouping. */
+  target_key: string;
+  reason: string;
+  message: string | null;
+  status: Generated<ReportStatus>;
+  /** The decision an appeal contests. */
+  decision_id: number | null;
+  decided_by: number | null;
+  decision_note: string | null;
+  decided_at: EpochMs | null;
+  created_at: EpochMs;
+}
+
+/** A decision about a user's account or content, told to them (GET /api/user/moderation) and open to appeal. */
+export interface ModerationDecisionsTable {
+  id: Generated<number>;
+  subject_id: number;
+  action: string;
+  article_id: number | null;
+  comment_id: number | null;
+  report_id: number | null;
+  reason: string | null;
+  until: EpochMs | null;
+  appealed_at: EpochMs | null;
+  created_at: EpochMs;
+}
+
+/** Append-only (triggers refuse UPDATE and DELETE): ids only, so it outlives and names nothing of a purged account. */
+export interface AuditLogTable {
+  id: Generated<number>;
+  /** null: the system (the scheduler, the purge). */
+  actor_id: number | null;
+  action: string;
+  target_type: string;
+  target_id: number | null;
+  reason: string | null;
+  created_at: EpochMs;
+}
+
 export interface Database {
   users: UsersTable;
   follows: FollowsTable;
@@ -240,6 +328,11 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   reserved_identities: ReservedIdentitiesTable;
+  blocks: BlocksTable;
+  mutes: MutesTable;
+  reports: ReportsTable;
+  moderation_decisions: ModerationDecisionsTable;
+  audit_log: AuditLogTable;
 }
 
 /** A database handle or a transaction: every query function takes one as its first argument. */

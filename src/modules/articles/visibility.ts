@@ -30,18 +30,33 @@ export function listedAt(article: { status: ArticleStatus; publish_at: number | 
   return article.status === 'scheduled' ? article.publish_at : null;
 }
 
-/** The same rule in SQL, for a statement that changes many articles at once (an account withheld and back). */
-export const listedAtOfRow = (eb: ExpressionBuilder<Database, 'articles'>, withheld: number) =>
-  withheld !== 0
-    ? eb.val(null)
-    : eb
-        .case()
-        .when('articles.status', '=', 'published')
-        .then(eb.ref('articles.published_at'))
-        .when('articles.status', '=', 'scheduled')
-        .then(eb.ref('articles.publish_at'))
-        .else(null)
-        .end();
+/**
+ * Why an article is withheld, as bits of articles.withheld: its author's account is leaving (users/leaving.ts), a
+ * moderator hid it (modules/moderation). Either keeps it from everyone but its author; each is set and cleared alone.
+ */
+export const WITHHELD = { leaving: 1, hidden: 2 } as const;
+
+/**
+ * The withheld bits and the listed_at that go with them, in SQL, for a statement that sets or clears one reason on
+ * many articles at once (an account leaving and back, a hide).
+ */
+export function withheldFor(reason: keyof typeof WITHHELD, on: boolean) {
+  const bit = WITHHELD[reason];
+  const withheld = on ? sql<number>`articles.withheld | ${sql.lit(bit)}` : sql<number>`articles.withheld & ${sql.lit(~bit)}`;
+  return (eb: ExpressionBuilder<Database, 'articles'>) => ({
+    withheld,
+    listed_at: eb
+      .case()
+      .when(withheld, '<>', 0)
+      .then(null)
+      .when('articles.status', '=', 'published')
+      .then(eb.ref('articles.published_at'))
+      .when('articles.status', '=', 'scheduled')
+      .then(eb.ref('articles.publish_at'))
+      .else(null)
+      .end(),
+  });
+}
 
 /** The articles anyone may see now: where every public list, feed and count starts. */
 export const publicArticles = (db: Executor, now = Date.now()) => db.selectFrom('articles').where('articles.listed_at', '<=', instant(now));

@@ -12,7 +12,7 @@ import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 import { byCodePoint, normalizeTags } from './tags.js';
 import { getArticleAnswer } from './view.js';
-import { listedAt, listedAtOfRow, visibleTo } from './visibility.js';
+import { listedAt, visibleTo, withheldFor } from './visibility.js';
 
 const SLUG_ATTEMPTS = 5;
 
@@ -228,12 +228,7 @@ export async function lockAuthorsArticles(trx: Executor, authorId: number): Prom
  * that giving them back restores each exactly. lockAuthorsArticles first.
  */
 export async function setWithheld(trx: Executor, authorId: number, withheld: boolean): Promise<void> {
-  const flag = withheld ? 1 : 0;
-  await trx
-    .updateTable('articles')
-    .set((eb) => ({ withheld: flag, listed_at: listedAtOfRow(eb, flag) }))
-    .where('author_id', '=', authorId)
-    .execute();
+  await trx.updateTable('articles').set(withheldFor('leaving', withheld)).where('author_id', '=', authorId).execute();
 }
 
 /**

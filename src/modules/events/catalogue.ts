@@ -19,6 +19,12 @@ export const EVENT_TYPES = [
   'user.deletion_requested',
   'user.deletion_cancelled',
   'user.deleted',
+  'article.hidden',
+  'article.unhidden',
+  'comment.hidden',
+  'comment.unhidden',
+  'user.suspended',
+  'user.unsuspended',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -49,7 +55,7 @@ const PUBLIC_TYPES: ReadonlySet<EventType> = new Set([
 export const isPublic = (type: EventType): boolean => PUBLIC_TYPES.has(type);
 
 /** What a notification can be about; the API's schema documents the same list. */
-export const NOTIFICATION_KINDS = ['follow', 'favorite', 'comment', 'webhook-disabled'] as const;
+export const NOTIFICATION_KINDS = ['follow', 'favorite', 'comment', 'webhook-disabled', 'moderation'] as const;
 
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 

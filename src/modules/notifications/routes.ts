@@ -28,7 +28,8 @@ export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/notifications/read',
     {
-      config: { auth: 'required' },
+      // A suspended account still reads its notifications, the decisions about it among them.
+      config: { auth: 'required', whileSuspended: true },
       // A POST with no body at all marks everything read, as `{}` does: every field of the body is optional.
       preValidation: async (request) => {
         request.body ??= {};

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { accountLeaving, unauthorized } from '../../errors.js';
+import { accountLeaving, accountSuspended, unauthorized } from '../../errors.js';
 import { withHookAfter } from '../../plugins/route-hooks.js';
 import { READ_METHODS } from '../../read-methods.js';
+import { suspendedUntil } from '../moderation/roles.js';
 import { type Account, findSignedInAccount } from './queries.js';
 
 export type AuthMode = 'required' | 'optional';
@@ -18,6 +19,8 @@ declare module 'fastify' {
     auth?: AuthMode;
     /** A write an account that is leaving may still make: repeating or cancelling its deletion (leaving.ts). */
     whileLeaving?: boolean;
+    /** A write a suspended account may still make: leaving, appealing, marking its notifications read. */
+    whileSuspended?: boolean;
   }
   interface FastifyRequest {
     currentUser: CurrentUser | null;
@@ -52,11 +55,16 @@ export function installAuth(app: FastifyInstance): void {
   const refuseLeaving = async (request: FastifyRequest) => {
     if (request.currentUser !== null && request.currentUser.account.purge_at !== null) throw accountLeaving();
   };
+  const refuseSuspended = async (request: FastifyRequest) => {
+    const until = request.currentUser === null ? undefined : suspendedUntil(request.currentUser.account, Date.now());
+    if (until !== undefined) throw accountSuspended(until);
+  };
   app.addHook('onRoute', (route) => {
     const mode = route.config?.auth;
     // Route hooks run after the app's own onRequest hooks (CORS, security headers, limits), as this one did.
     if (mode !== undefined) route.onRequest = withHookAfter(route.onRequest, authenticate(mode));
     if (refusesLeaving(route)) route.preHandler = withHookAfter(route.preHandler, refuseLeaving);
+    if (refusesSuspended(route)) route.preHandler = withHookAfter(route.preHandler, refuseSuspended);
   });
 }
 
@@ -65,8 +73,16 @@ export function installAuth(app: FastifyInstance): void {
  * repeat or cancel its deletion. Reads stay open to it.
  */
 export function refusesLeaving(route: Pick<RouteOptions, 'method' | 'config'>): boolean {
-  const writes = [route.method].flat().some((method) => !READ_METHODS.has(method));
-  return route.config?.auth !== undefined && writes && route.config.whileLeaving !== true;
+  return isSignedInWrite(route) && route.config?.whileLeaving !== true;
+}
+
+function isSignedInWrite(route: Pick<RouteOptions, 'method' | 'config'>): boolean {
+  return route.config?.auth !== undefined && [route.method].flat().some((method) => !READ_METHODS.has(method));
+}
+
+/** Whether the route refuses a suspended account (403): every signed-in write but the few it may still make. */
+export function refusesSuspended(route: Pick<RouteOptions, 'method' | 'config'>): boolean {
+  return isSignedInWrite(route) && route.config?.whileSuspended !== true;
 }
 
 /** The signed-in user on a route declared with `auth: 'required'`. */

@@ -1,13 +1,26 @@
 import type { ExpressionBuilder } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Role } from '../../db/schema.js';
 import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { identityKey, usernameSkeleton } from '../../identity.js';
 import { appendEvent } from '../events/outbox.js';
 import { toProfile } from '../profiles/queries.js';
 import { refuseReserved } from './reservations.js';
 
-const ACCOUNT_COLUMNS = ['id', 'username', 'email', 'bio', 'image', 'token_version', 'kept_session', 'purge_at'] as const;
+const ACCOUNT_COLUMNS = [
+  'id',
+  'username',
+  'email',
+  'bio',
+  'image',
+  'token_version',
+  'kept_session',
+  'purge_at',
+  'role',
+  'suspended_at',
+  'suspended_until',
+  'screened_count',
+] as const;
 
 export interface Account {
   id: number;
@@ -19,6 +32,12 @@ export interface Account {
   kept_session: string | null;
   /** Set while the account is leaving (leaving.ts). */
   purge_at: number | null;
+  role: Role;
+  /** Suspended while set and suspended_until (null: until lifted) has not passed (modules/moderation). */
+  suspended_at: number | null;
+  suspended_until: number | null;
+  /** How many accounts this user's reads leave out (blocks, mutes): zero for nearly everyone, who skip the rule. */
+  screened_count: number;
 }
 
 /**

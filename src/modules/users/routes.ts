@@ -183,7 +183,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/user',
     {
-      config: { auth: 'required', whileLeaving: true },
+      config: { auth: 'required', whileLeaving: true, whileSuspended: true },
       schema: {
         tags: ['users'],
         operationId: 'DeleteCurrentUser',
@@ -237,7 +237,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/user/deletion',
     {
-      config: { auth: 'required', whileLeaving: true },
+      config: { auth: 'required', whileLeaving: true, whileSuspended: true },
       schema: {
         tags: ['users'],
         operationId: 'CancelCurrentUserDeletion',
