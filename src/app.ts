@@ -13,6 +13,7 @@ import { scheduleRetention } from './modules/events/retention.js';
 import { eventsRoutes } from './modules/events/routes.js';
 import { exportRoutes } from './modules/export/routes.js';
 import { feedsRoutes } from './modules/feeds/routes.js';
+import { moderationRoutes } from './modules/moderation/routes.js';
 import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
 import { revisionsRoutes } from './modules/revisions/routes.js';
@@ -163,6 +164,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(notificationsRoutes);
       await api.register(webhooksRoutes);
       await api.register(eventsRoutes);
+      await api.register(moderationRoutes);
     },
     { prefix: '/api' },
   );

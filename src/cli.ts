@@ -1,10 +1,11 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { listEvents, replayEventDeliveries } from './cli/events.js';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
 import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './cli/seed.js';
 import { ConfigError, loadConfig } from './config.js';
 import { type DatabaseHandle, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
+import { ROLES, type Role } from './db/schema.js';
 import { EVENT_TYPES, type EventType } from './modules/events/catalogue.js';
 
 const ENVIRONMENT_HELP = `
@@ -94,6 +95,18 @@ nothing caught is logged at fatal and does the same, then exits 1.${ENVIRONMENT_
     .action((eventId: string, options: { endpoint?: number }) =>
       withDatabase((database) => replayEventDeliveries(database, wholeNumber(1)(eventId), options.endpoint)).then(printLines),
     );
+
+  cli
+    .command('users')
+    .description('manage accounts')
+    .command('role <username>')
+    .description("set an account's role (user, moderator or admin): how the first admin is made")
+    .addArgument(new Argument('<role>').choices(ROLES))
+    .action(async (username: string, role: Role) => {
+      // As serve does: only this command loads the moderation code it needs.
+      const { setUserRole } = await import('./cli/users.js');
+      printLines(await withDatabase((database) => setUserRole(database, username, role)));
+    });
 
   const seed = cli
     .command('seed')

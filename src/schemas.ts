@@ -48,6 +48,21 @@ export const ErrorBody = Type.Object(
 export const Timestamp = Type.String({ format: 'date-time' });
 export { toIso } from './iso-time.js';
 
+/**
+ * What an article's or a comment's author reads about a hide (modules/moderation); absent while it is not hidden.
+ * Nobody else meets hidden content.
+ */
+export const ModerationState = Type.Optional(
+  Type.Object(
+    { hidden: Type.Literal(true), reason: Type.String() },
+    { description: 'Present only while hidden, and only to its author: hidden content is public to nobody else' },
+  ),
+);
+
+/** The `moderation` field of an answer, from the row's hidden_reason (set exactly while it is hidden). */
+export const moderationState = (hiddenReason: string | null) =>
+  hiddenReason === null ? undefined : { moderation: { hidden: true as const, reason: hiddenReason } };
+
 /** Declares the error statuses a route can answer with, all sharing the contract's error body. */
 export const errorResponses = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((status) => [status, ErrorBody])) as Record<number, typeof ErrorBody>;

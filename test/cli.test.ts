@@ -83,6 +83,7 @@ const MIGRATIONS = [
   '0015_account_deletion',
   '0016_account_export',
   '0017_scheduled_link_keys',
+  '0018_moderation',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

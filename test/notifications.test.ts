@@ -51,7 +51,7 @@ describeEachDatabase('notifications', (ctx) => {
     const answer = await notificationsOf(author);
     expect(answer).toEqual({ notifications: expect.any(Array), unreadCount: 3, nextCursor: null });
     const [commented, favorited, followed] = answer.notifications;
-    const common = { createdAt: expect.stringMatching(ISO_MS), read: false, actor: profile(fan), webhook: null };
+    const common = { createdAt: expect.stringMatching(ISO_MS), read: false, actor: profile(fan), webhook: null, moderation: null };
     expect(commented).toEqual({
       ...common,
       id: expect.any(Number),

@@ -99,16 +99,24 @@ const parameterKeys = (operation: Node, root: Node) =>
  * query parameters, and answer fields such clients ignore. Anything else extra is still a difference.
  */
 const LIFECYCLE_FIELDS = ['publishAt', 'publishedAt', 'status'];
+/** What its author reads about a hide (CONTRACT.md, Moderation): absent for everyone else. */
+const ARTICLE_FIELDS = [...LIFECYCLE_FIELDS, 'moderation'];
 const ADDITIONS: Record<string, string[]> = {
   'GET /articles': ['query:cursor', 'query:q'],
   'GET /articles 200': ['nextCursor', 'partial'],
-  'GET /articles 200.articles[]': ['snippet', ...LIFECYCLE_FIELDS],
+  'GET /articles 200.articles[]': ['snippet', ...ARTICLE_FIELDS],
   'GET /articles/feed': ['query:cursor'],
   'GET /articles/feed 200': ['nextCursor'],
-  'GET /articles/feed 200.articles[]': LIFECYCLE_FIELDS,
+  'GET /articles/feed 200.articles[]': ARTICLE_FIELDS,
+  'GET /articles/{slug}/comments 200.comments[]': ['moderation'],
+  'POST /articles/{slug}/comments 201.comment': ['moderation'],
   // Every article object carries its lifecycle, and creating or editing one may set it (CONTRACT.md, Lifecycle).
   'POST /articles request.article': ['publishAt', 'status'],
   'PUT /articles/{slug} request.article': ['publishAt', 'status'],
+  // The caller's role (CONTRACT.md, Moderation).
+  ...Object.fromEntries(
+    ['POST /users 201', 'POST /users/login 200', 'GET /user 200', 'PUT /user 200'].map((answer) => [`${answer}.user`, ['role']]),
+  ),
   ...Object.fromEntries(
     [
       'POST /articles 201',
@@ -116,7 +124,7 @@ const ADDITIONS: Record<string, string[]> = {
       'PUT /articles/{slug} 200',
       'POST /articles/{slug}/favorite 200',
       'DELETE /articles/{slug}/favorite 200',
-    ].map((answer) => [`${answer}.article`, LIFECYCLE_FIELDS]),
+    ].map((answer) => [`${answer}.article`, ARTICLE_FIELDS]),
   ),
 };
 const withoutAdditions = (where: string, names: string[]) => names.filter((name) => !ADDITIONS[where]?.includes(name));
@@ -235,6 +243,20 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'GET /webhooks/{id}/deliveries': [...ANY, 401, 404, 422],
   'POST /webhooks/{id}/replay': [...SIGNED_IN_WRITE, 404, 409],
   'GET /events': [...ANY, 401, 404, 422],
+  'POST /articles/{slug}/comments/{id}/hide': [...SIGNED_IN_WRITE, 404, 409],
+  'POST /articles/{slug}/comments/{id}/unhide': [...SIGNED_IN_WRITE, 404, 409],
+  ...Object.fromEntries(
+    [
+      'articles/{slug}/hide',
+      'articles/{slug}/unhide',
+      'comments/{id}/hide',
+      'comments/{id}/unhide',
+      'users/{username}/suspend',
+      'users/{username}/unsuspend',
+    ].map((path) => [`POST /moderation/${path}`, [...SIGNED_IN_WRITE, 404, 409]]),
+  ),
+  'PUT /moderation/users/{username}': [...SIGNED_IN_WRITE, 404],
+  'GET /moderation/audit-log': [...ANY, 401, 403, 422],
   'GET /': ANY,
   ...Object.fromEntries(
     ['rss', 'atom', 'json'].flatMap((format) => [

@@ -32,7 +32,7 @@ describeEachDatabase('users', (ctx) => {
     });
     expect(response.status).toBe(201);
     expect(response.body).toEqual({
-      user: { username, email: `${username}@example.com`, bio: null, image: null, token: expect.stringMatching(JWT_SHAPE) },
+      user: { username, email: `${username}@example.com`, bio: null, image: null, role: 'user', token: expect.stringMatching(JWT_SHAPE) },
     });
   });
 
@@ -262,7 +262,7 @@ describeEachDatabase('users', (ctx) => {
     });
     expect(response.status).toBe(201);
     expect(response.body).toEqual({
-      user: { username, email, bio: null, image: null, token: expect.stringMatching(JWT_SHAPE) },
+      user: { username, email, bio: null, image: null, role: 'user', token: expect.stringMatching(JWT_SHAPE) },
     });
     const row = await userRow(username);
     expect(row.token_version).toBe(0);
@@ -295,7 +295,7 @@ describeEachDatabase('users', (ctx) => {
     const response = await login(user.email, user.password);
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
-      user: { username: user.username, email: user.email, bio: null, image: null, token: expect.stringMatching(JWT_SHAPE) },
+      user: { username: user.username, email: user.email, bio: null, image: null, role: 'user', token: expect.stringMatching(JWT_SHAPE) },
     });
     const me = await call(app(), 'GET', '/api/user', { token: response.body.user.token });
     expect(me.status).toBe(200);
@@ -341,7 +341,9 @@ describeEachDatabase('users', (ctx) => {
     const user = await registerUser(app());
     const response = await call(app(), 'GET', '/api/user', { token: user.token });
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ user: { username: user.username, email: user.email, bio: null, image: null, token: user.token } });
+    expect(response.body).toEqual({
+      user: { username: user.username, email: user.email, bio: null, image: null, role: 'user', token: user.token },
+    });
   });
 
   it('PUT /user sets bio and image, and they persist', async () => {
@@ -349,7 +351,14 @@ describeEachDatabase('users', (ctx) => {
     const response = await update(user, { bio: 'I write things', image: 'https://example.com/me.png' });
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
-      user: { username: user.username, email: user.email, bio: 'I write things', image: 'https://example.com/me.png', token: user.token },
+      user: {
+        username: user.username,
+        email: user.email,
+        bio: 'I write things',
+        image: 'https://example.com/me.png',
+        role: 'user',
+        token: user.token,
+      },
     });
     const me = await call(app(), 'GET', '/api/user', { token: user.token });
     expect(me.body.user).toMatchObject({ bio: 'I write things', image: 'https://example.com/me.png' });
@@ -380,6 +389,7 @@ describeEachDatabase('users', (ctx) => {
       email: user.email,
       bio: 'New bio',
       image: 'https://example.com/kept.png',
+      role: 'user',
       token: user.token,
     });
     const empty = await update(user, {});
@@ -392,7 +402,7 @@ describeEachDatabase('users', (ctx) => {
     const next = newIdentity();
     const response = await update(user, next);
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ user: { ...next, bio: null, image: null, token: user.token } });
+    expect(response.body).toEqual({ user: { ...next, bio: null, image: null, role: 'user', token: user.token } });
 
     const me = await call(app(), 'GET', '/api/user', { token: user.token });
     expect(me.body.user).toMatchObject(next);
@@ -531,7 +541,7 @@ describeEachDatabase('users', (ctx) => {
     });
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
-      user: { username: user.username, email: user.email, bio: 'Real change', image: null, token: user.token },
+      user: { username: user.username, email: user.email, bio: 'Real change', image: null, role: 'user', token: user.token },
     });
     const after = await userRow(user.username);
     expect(after).toMatchObject({ id: before.id, token_version: 0, kept_session: null, password_hash: before.password_hash });

@@ -164,6 +164,10 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'notifications', description: 'What others did to you or your articles, and how far you have read' },
         { name: 'webhooks', description: 'Your endpoints that receive signed events, and their delivery log' },
         { name: 'events', description: 'What happens, live: new articles and comments, and your notifications' },
+        {
+          name: 'moderation',
+          description: "Reports, the moderators' queue, hiding, suspension, roles, the audit log, and the decisions about you",
+        },
         { name: 'index', description: 'Where this reference, the OpenAPI document and the health probes are' },
         { name: 'feeds', description: 'RSS, Atom and JSON Feed documents of the newest articles, for feed readers (outside /api)' },
       ],

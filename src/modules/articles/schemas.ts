@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
-import { Defaulted, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
+import { Defaulted, ModerationState, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 import { SEARCH_CANDIDATES, SEARCH_TEXT_MAX } from './search.js';
 
@@ -17,7 +17,7 @@ const TagList = Type.Array(RequiredText(TAG_MAX), {
 });
 
 /** Instants clients send: an ISO 8601 date-time with its offset (`Z` or ±hh:mm), as `toISOString()` writes them. */
-const Instant = Type.String({
+export const Instant = Type.String({
   pattern: String.raw`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$`,
   maxLength: 40,
   [MESSAGE_KEYWORD]: 'must be an ISO 8601 time with its offset, e.g. 2030-01-31T09:00:00.000Z',
@@ -113,6 +113,7 @@ const summaryFields = {
   }),
   publishAt: NullableString({ format: 'date-time', description: 'While `scheduled`: when it becomes public' }),
   publishedAt: NullableString({ format: 'date-time', description: 'When it first became public; never changes once set' }),
+  moderation: ModerationState,
 };
 
 export const ArticleSummary = Type.Object(summaryFields);

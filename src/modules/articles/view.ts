@@ -1,7 +1,7 @@
 import type { ExpressionBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
-import { toIso } from '../../schemas.js';
+import { moderationState, toIso } from '../../schemas.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 import { currentState } from './lifecycle.js';
 import { byCodePoint } from './tags.js';
@@ -37,6 +37,7 @@ export function withArticleView(query: SelectQueryBuilder<Database, 'articles', 
       'articles.status',
       'articles.publish_at',
       'articles.published_at',
+      'articles.hidden_reason',
       'articles.created_at',
       'articles.updated_at',
       'users.username',
@@ -68,6 +69,7 @@ export function toSummary(row: ArticleViewRow, now: number) {
     status: state.status,
     publishAt: state.publish_at === null ? null : toIso(state.publish_at),
     publishedAt: state.published_at === null ? null : toIso(state.published_at),
+    ...moderationState(row.hidden_reason),
   };
 }
 

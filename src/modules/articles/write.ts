@@ -4,6 +4,7 @@ import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
+import { appendAudit } from '../moderation/records.js';
 import { toProfile } from '../profiles/queries.js';
 import { keepEditedRevision, keepRevision } from '../revisions/queries.js';
 import type { Account } from '../users/queries.js';
@@ -12,7 +13,7 @@ import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 import { byCodePoint, normalizeTags } from './tags.js';
 import { getArticleAnswer } from './view.js';
-import { listedAt, visibleTo, withheldFor } from './visibility.js';
+import { listedAt, visibleTo, WITHHELD, withheldFor } from './visibility.js';
 
 const SLUG_ATTEMPTS = 5;
 
@@ -284,7 +285,27 @@ export async function recordDuePublication(trx: Executor, id: number, now: numbe
     },
     now,
   );
+  await appendAudit(trx, { actorId: null, action: 'article.published', targetType: 'article', targetId: id }, now);
   return true;
+}
+
+/**
+ * Hides the article from everyone but its author (a `reason`), or shows it again (null), through its withheld bit, so
+ * that every list and count drops or regains it by the triggers of migration 0013 (modules/moderation). Locks as
+ * any change of the article's listing does. Whether it was public before and after (what its events say), or
+ * undefined when it was already in that state or is gone.
+ */
+export async function setArticleHidden(trx: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>, reason: string | null, now: number) {
+  const before = await storedState(trx, article.id);
+  if (before === undefined || ((before.withheld & WITHHELD.hidden) !== 0) === (reason !== null)) return undefined;
+  await lockCounted(trx, article);
+  const after = await trx
+    .updateTable('articles')
+    .set((eb) => ({ ...withheldFor('hidden', reason !== null)(eb), hidden_reason: reason }))
+    .where('id', '=', article.id)
+    .returning(['status', 'publish_at', 'published_at', 'withheld'])
+    .executeTakeFirstOrThrow();
+  return { wasPublic: isPublicNow(before, now), isPublic: isPublicNow(after, now) };
 }
 
 /**

@@ -1,35 +1,59 @@
 import type { Executor } from '../../db/index.js';
 import { inTransaction } from '../../db/transaction.js';
-import { toIso } from '../../schemas.js';
+import { notFound } from '../../errors.js';
+import { moderationState, toIso } from '../../schemas.js';
 import { type Actor, type ArticleRef, findArticleRef, isPublicNow } from '../articles/write.js';
 import { appendEvent, mentionOf } from '../events/outbox.js';
 import { followedByViewer, presentTo, toProfile } from '../profiles/queries.js';
 
-/** All comments of an article with their authors, oldest first, in one query; those of leaving accounts left out. */
-async function listComments(db: Executor, articleId: number, viewerId: number | null) {
-  const rows = await db
+/** What a comment answer shows of the comment and its author. */
+const commentsWithAuthors = (db: Executor) =>
+  db
     .selectFrom('comments')
     .innerJoin('users', 'users.id', 'comments.author_id')
-    .select((eb) => [
+    .select([
       'comments.id',
       'comments.body',
+      'comments.hidden_reason',
       'comments.created_at',
       'comments.updated_at',
       'users.username',
       'users.bio',
       'users.image',
-      followedByViewer(eb, viewerId).as('following'),
-    ])
-    .where('comments.article_id', '=', articleId)
+    ]);
+
+/**
+ * All comments of an article with their authors, oldest first, in one query; those of leaving accounts left out, and
+ * hidden ones (modules/moderation) but for their author and the article's, who may unhide what they hid.
+ */
+async function listComments(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>, viewerId: number | null) {
+  const rows = await commentsWithAuthors(db)
+    .select((eb) => followedByViewer(eb, viewerId).as('following'))
+    .where('comments.article_id', '=', article.id)
     .where((eb) => presentTo(eb, viewerId))
+    .$if(viewerId !== article.author_id, (query) =>
+      query.where((eb) =>
+        eb.or([eb('comments.hidden_reason', 'is', null), ...(viewerId === null ? [] : [eb('comments.author_id', '=', viewerId)])]),
+      ),
+    )
     .orderBy('comments.created_at')
     .orderBy('comments.id')
     .execute();
   return rows.map((row) => toComment(row, toProfile(row)));
 }
 
-export function toComment(row: { id: number; body: string; created_at: number; updated_at: number }, author: ReturnType<typeof toProfile>) {
-  return { id: row.id, createdAt: toIso(row.created_at), updatedAt: toIso(row.updated_at), body: row.body, author };
+export function toComment(
+  row: { id: number; body: string; created_at: number; updated_at: number; hidden_reason?: string | null },
+  author: ReturnType<typeof toProfile>,
+) {
+  return {
+    id: row.id,
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+    body: row.body,
+    author,
+    ...moderationState(row.hidden_reason ?? null),
+  };
 }
 
 /**
@@ -38,7 +62,7 @@ export function toComment(row: { id: number; body: string; created_at: number; u
  */
 export async function getCommentsAnswer(db: Executor, slug: string, viewerId: number | null) {
   const article = await findArticleRef(db, slug, viewerId);
-  return article === undefined ? undefined : { comments: await listComments(db, article.id, viewerId) };
+  return article === undefined ? undefined : { comments: await listComments(db, article, viewerId) };
 }
 
 /** The new comment, with its event (which notifies the article's author) in the same transaction. */
@@ -66,6 +90,13 @@ export function addComment(db: Executor, article: ArticleRef, author: Actor, bod
     );
     return answer;
   });
+}
+
+/** The `{ comment }` answer as its author sees it: with `moderation` while hidden. */
+export async function commentAsAuthorSees(db: Executor, id: number) {
+  const row = await commentsWithAuthors(db).where('comments.id', '=', id).executeTakeFirst();
+  if (row === undefined) throw notFound('comment');
+  return { comment: toComment(row, toProfile({ ...row, following: false })) };
 }
 
 export function findComment(db: Executor, articleId: number, commentId: number) {

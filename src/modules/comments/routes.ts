@@ -4,8 +4,10 @@ import { forbidden, notFound } from '../../errors.js';
 import { errorResponses } from '../../schemas.js';
 import { SlugParams } from '../articles/schemas.js';
 import { existingArticleRef } from '../articles/write.js';
+import { findModeratedComment, setCommentModeration } from '../moderation/actions.js';
+import { HideBody, UnhideBody } from '../moderation/schemas.js';
 import { signedIn, viewerId } from '../users/auth.js';
-import { addComment, deleteComment, findComment, getCommentsAnswer } from './queries.js';
+import { addComment, commentAsAuthorSees, deleteComment, findComment, getCommentsAnswer } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
 
 export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -52,6 +54,35 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
     },
   );
+
+  for (const hide of [true, false]) {
+    app.post(
+      `/articles/:slug/comments/:id/${hide ? 'hide' : 'unhide'}`,
+      {
+        config: { auth: 'required' },
+        schema: {
+          tags: ['comments'],
+          operationId: hide ? 'HideArticleComment' : 'UnhideArticleComment',
+          summary: hide
+            ? "Hide a comment on your article from everyone but its author (the article's author)"
+            : 'Show again a comment you hid on your article',
+          description: "A comment a moderator hid stays hidden: only a moderator shows it again (403 for the article's author).",
+          params: CommentParams,
+          body: hide ? HideBody : UnhideBody,
+          response: { 200: CommentResponse, ...errorResponses(401, 403, 404, 422) },
+        },
+      },
+      async (request) => {
+        const { account } = signedIn(request);
+        const article = await existingArticleRef(request.db, request.params.slug, account.id);
+        const comment = await findModeratedComment(request.db, request.params.id, article.id);
+        if (article.author_id !== account.id || comment.author_id === account.id) throw forbidden('comment');
+        if (!hide && comment.hidden_by !== null && comment.hidden_by !== account.id) throw forbidden('comment');
+        await setCommentModeration(request.db, account, comment, { hide, reason: request.body?.moderation.reason ?? null }, Date.now());
+        return commentAsAuthorSees(request.db, comment.id);
+      },
+    );
+  }
 
   app.delete(
     '/articles/:slug/comments/:id',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { INTEGER_ID_MAX, RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
+import { INTEGER_ID_MAX, ModerationState, RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
 import { SlugParams } from '../articles/schemas.js';
 import { Profile } from '../profiles/schemas.js';
 
@@ -19,6 +19,7 @@ export const Comment = Type.Object({
   updatedAt: Timestamp,
   body: Type.String(),
   author: Profile,
+  moderation: ModerationState,
 });
 export const CommentResponse = Wrapped('comment', Comment);
 export const CommentListResponse = Type.Object({ comments: Type.Array(Comment) });

@@ -27,6 +27,7 @@ function selectPage(db: Executor, recipientId: number, before: number | undefine
       .leftJoin('articles', 'articles.id', 'notifications.article_id')
       .leftJoin('comments', 'comments.id', 'notifications.comment_id')
       .leftJoin('webhook_endpoints', 'webhook_endpoints.id', 'notifications.endpoint_id')
+      .leftJoin('moderation_decisions as decision', 'decision.id', 'notifications.decision_id')
       .select((eb) => [
         'notifications.id',
         'notifications.kind',
@@ -41,6 +42,10 @@ function selectPage(db: Executor, recipientId: number, before: number | undefine
         'comments.body as comment_body',
         'webhook_endpoints.id as endpoint_id',
         'webhook_endpoints.url as endpoint_url',
+        'decision.id as decision_id',
+        'decision.action as decision_action',
+        'decision.reason as decision_reason',
+        'decision.until as decision_until',
       ])
       .$if(before !== undefined, (query) => query.where('notifications.id', '<', before!))
       .orderBy('notifications.id', 'desc')
@@ -62,6 +67,15 @@ function toNotification(row: NotificationRow, readUpTo: number) {
     article: row.slug === null ? null : { slug: row.slug, title: row.title! },
     comment: row.comment_id === null ? null : { id: row.comment_id, body: row.comment_body! },
     webhook: row.endpoint_id === null ? null : { id: row.endpoint_id, url: row.endpoint_url! },
+    moderation:
+      row.decision_id === null
+        ? null
+        : {
+            decision: Number(row.decision_id),
+            action: row.decision_action!,
+            reason: row.decision_reason,
+            until: row.decision_until === null ? null : toIso(Number(row.decision_until)),
+          },
   };
 }
 

@@ -40,6 +40,12 @@ export const Notification = Type.Object({
   article: orNull(Type.Object({ slug: Type.String(), title: Type.String() })),
   comment: orNull(Type.Object({ id: Type.Integer(), body: Type.String() })),
   webhook: orNull(Type.Object({ id: Type.Integer(), url: Type.String() })),
+  moderation: orNull(
+    Type.Object(
+      { decision: Type.Integer(), action: Type.String(), reason: NullableString(), until: NullableString({ format: 'date-time' }) },
+      { description: 'A decision about you or your content (kind `moderation`): see GET /api/user/moderation, where it can be appealed' },
+    ),
+  ),
 });
 
 export const NotificationListResponse = Type.Object({

@@ -3,6 +3,7 @@ import { dialectOf, type Executor } from '../../db/index.js';
 import { schedulePurge } from '../../db/purge.js';
 import { inTransaction } from '../../db/transaction.js';
 import { appendEvent } from '../events/outbox.js';
+import { appendAudit } from '../moderation/records.js';
 import { dropExpiredReservations, RESERVATION_MS, reserveIdentity } from './reservations.js';
 
 /** What is left of an event that named a purged account but belongs to someone else. */
@@ -60,6 +61,7 @@ export function purgeAccount(db: Executor, id: number, now: number): Promise<boo
     await reserveIdentity(trx, gone, now + RESERVATION_MS);
     // The id alone: integrators got it with `user.deletion_requested`, and nothing left names the account.
     await appendEvent(trx, { type: 'user.deleted', actorId: id, ownerId: id, data: { user: { id } } }, now);
+    await appendAudit(trx, { actorId: null, action: 'user.purged', targetType: 'profile', targetId: id }, now);
     return true;
   });
 }

@@ -24,7 +24,7 @@ import { DeleteUserBody, DeletionResponse, LoginBody, RegisterBody, UpdateUserBo
 import { canonicalUsername } from './username.js';
 
 const toUser = (account: Account, token: string) => ({
-  user: { email: account.email, token, username: account.username, bio: account.bio, image: account.image },
+  user: { email: account.email, token, username: account.username, bio: account.bio, image: account.image, role: account.role },
 });
 
 /**
@@ -33,7 +33,8 @@ const toUser = (account: Account, token: string) => ({
  * and a device that signed in again could not send If-Match with the copy it had. Vary: Authorization keeps caches
  * from handing one session's copy to another.
  */
-const accountTag = (account: Account) => strongTag(JSON.stringify([account.email, account.username, account.bio, account.image]));
+const accountTag = (account: Account) =>
+  strongTag(JSON.stringify([account.email, account.username, account.bio, account.image, account.role]));
 
 /** `""` clears a profile field, like `null`. */
 const emptyToNull = (value: string | null | undefined) => (value === '' ? null : value);

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { ROLES } from '../../db/schema.js';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
 import { NullableString, RequiredText, Wrapped } from '../../schemas.js';
 
@@ -44,6 +45,7 @@ export const User = Type.Object({
   username: Type.String(),
   bio: NullableString(),
   image: NullableString(),
+  role: Type.Enum([...ROLES], { description: 'What the account may do beyond writing: `moderator` and `admin` moderate' }),
 });
 export const UserResponse = Wrapped('user', User);
 
