@@ -50,6 +50,10 @@ const PUBLIC_TYPES: ReadonlySet<EventType> = new Set([
   'comment.deleted',
   'article.published',
   'article.unpublished',
+  'article.hidden',
+  'article.unhidden',
+  'comment.hidden',
+  'comment.unhidden',
 ]);
 
 export const isPublic = (type: EventType): boolean => PUBLIC_TYPES.has(type);

@@ -53,19 +53,20 @@ const toStored = (row: EventRow): StoredEvent => ({
 });
 
 /** Notices that an article went away: they name it only, and tell a consumer what to drop. */
-const DEPARTURES: ReadonlySet<EventType> = new Set(['article.unpublished', 'article.deleted']);
+const DEPARTURES: ReadonlySet<EventType> = new Set(['article.unpublished', 'article.deleted', 'article.hidden', 'comment.hidden']);
 
 /**
  * The next events after `after`, at most `limit`, in commit order, for the live streams. An event is public as read
  * now, not only as written: one about an article that is not public now (unpublished, hidden, deleted since) is
  * public no longer, so that a stream resuming from long ago does not show an article that anyone else now gets 404
- * on (visibility.ts), the departures excepted.
+ * on (visibility.ts), nor a comment a moderator has hidden since, the departures excepted.
  */
 export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
   const now = Date.now();
-  const events = selectEvents(db).select((eb) =>
+  const events = selectEvents(db).select((eb) => [
     eb.selectFrom('articles').select('articles.listed_at').whereRef('articles.id', '=', 'events.article_id').as('listed_at'),
-  );
+    eb.selectFrom('comments').select('comments.hidden_reason').whereRef('comments.id', '=', 'events.comment_id').as('comment_hidden'),
+  ]);
   const query =
     dialectOf(db) === 'postgres'
       ? events
@@ -75,8 +76,10 @@ export async function readEventsAfter(db: Executor, after: StreamPosition, limit
       : events.where('id', '>', after.id).orderBy('id');
   return (await query.limit(limit).execute()).map((row) => {
     const stored = toStored(row);
-    const articleShown = row.article_id === null || DEPARTURES.has(stored.type) || (row.listed_at !== null && row.listed_at <= now);
-    return { ...stored, public: stored.public && articleShown };
+    const shown =
+      DEPARTURES.has(stored.type) ||
+      ((row.article_id === null || (row.listed_at !== null && row.listed_at <= now)) && row.comment_hidden === null);
+    return { ...stored, public: stored.public && shown };
   });
 }
 
