@@ -3,7 +3,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Progress } from '../scripts/bench/progress.js';
 import { seedDatabase } from '../scripts/bench/seed.js';
-import { BENCH_PASSWORD, buildPlan, MAX_COMMENTS_PER_ARTICLE, SCALES } from '../scripts/bench/seed-data.js';
+import { BENCH_PASSWORD, buildPlan, MAX_COMMENTS_PER_ARTICLE, pickEvenly, SCALES, VIEWERS } from '../scripts/bench/seed-data.js';
 import { buildApp } from '../src/app.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { call } from './support/client.js';
@@ -46,6 +46,7 @@ for (const kind of DATABASES) {
         follows: await value(sql`select count(*) as n from follows`),
         favorites: await value(sql`select count(*) as n from favorites`),
         comments: await value(sql`select count(*) as n from comments`),
+        screenings: await value(sql`select (select count(*) from blocks) + (select count(*) from mutes) as n`),
       };
       expect(counts).toEqual({
         users: scale.users,
@@ -54,6 +55,7 @@ for (const kind of DATABASES) {
         follows: scale.users * scale.followsPerUser,
         favorites: scale.users * scale.favoritesPerUser,
         comments: scale.comments,
+        screenings: scale.screenings,
       });
       expect(await value(sql`select count(*) as n from article_tags`)).toBeGreaterThanOrEqual(scale.articles);
       expect(
@@ -93,6 +95,21 @@ for (const kind of DATABASES) {
       expect(
         await value(sql`select count(*) as n from favorites f join articles a on a.id = f.article_id
           where f.article_listed_at <> a.published_at`),
+      ).toBe(0);
+    });
+
+    it('blocks and mutes only among the viewers, every viewer screening someone, and counts them as the triggers do', async () => {
+      const viewers = pickEvenly(
+        Array.from({ length: scale.users }, (_, user) => user + 1),
+        VIEWERS,
+      );
+      const ids = await sql<{ id: number }>`select blocker_id as id from blocks union select blocked_id from blocks
+        union select muter_id from mutes union select muted_id from mutes`.execute(app().db);
+      expect(ids.rows.map((row) => Number(row.id)).every((id) => viewers.includes(id))).toBe(true);
+      expect(await value(sql`select count(*) as n from users where id in (${sql.join(viewers)}) and screened_count = 0`)).toBe(0);
+      expect(
+        await value(sql`select count(*) as n from users u where u.screened_count <> (select count(*) from blocks b where b.blocker_id = u.id)
+          + (select count(*) from blocks b where b.blocked_id = u.id) + (select count(*) from mutes m where m.muter_id = u.id)`),
       ).toBe(0);
     });
 

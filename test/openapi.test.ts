@@ -126,6 +126,13 @@ const ADDITIONS: Record<string, string[]> = {
       'DELETE /articles/{slug}/favorite 200',
     ].map((answer) => [`${answer}.article`, ARTICLE_FIELDS]),
   ),
+  // A signed-in caller learns whether they block and mute the user (CONTRACT.md, Moderation).
+  ...Object.fromEntries(
+    ['GET /profiles/{username}', 'POST /profiles/{username}/follow', 'DELETE /profiles/{username}/follow'].map((answer) => [
+      `${answer} 200.profile`,
+      ['blocking', 'muting'],
+    ]),
+  ),
 };
 const withoutAdditions = (where: string, names: string[]) => names.filter((name) => !ADDITIONS[where]?.includes(name));
 
@@ -216,6 +223,10 @@ const ERROR_STATUSES: Record<string, number[]> = {
   'GET /profiles/{username}': [...ANY, 401, 404, 422],
   'POST /profiles/{username}/follow': [...SIGNED_IN_WRITE, 404, 409],
   'DELETE /profiles/{username}/follow': [...SIGNED_IN_WRITE, 404],
+  'POST /profiles/{username}/block': [...SIGNED_IN_WRITE, 404, 409],
+  'DELETE /profiles/{username}/block': [...SIGNED_IN_WRITE, 404],
+  'POST /profiles/{username}/mute': [...SIGNED_IN_WRITE, 404, 409],
+  'DELETE /profiles/{username}/mute': [...SIGNED_IN_WRITE, 404],
   'GET /articles': [...ANY, 401, 422],
   'POST /articles': [...SIGNED_IN_WRITE, 409],
   'GET /articles/feed': [...ANY, 401, 422],

@@ -12,6 +12,11 @@ describeEachDatabase('profiles', (ctx) => {
     profile: { username: user.username, bio: null, image: null, following, ...extra },
   });
 
+  /** A profile as a signed-in caller gets it: with whether they block and mute the user (CONTRACT.md, Moderation). */
+  const viewedProfileOf = (user: TestUser, following: boolean) => ({
+    profile: { ...profileOf(user, following).profile, blocking: false, muting: false },
+  });
+
   const follow = (follower: TestUser, username: string) =>
     call(app(), 'POST', `/api/profiles/${encodeURIComponent(username)}/follow`, { token: follower.token });
   const unfollow = (follower: TestUser, username: string) =>
@@ -89,22 +94,24 @@ describeEachDatabase('profiles', (ctx) => {
 
     const followed = await follow(fan, star.username);
     expect(followed.status).toBe(200);
-    expect(followed.body).toEqual(profileOf(star, true));
+    expect(followed.body).toEqual(viewedProfileOf(star, true));
     expect(await followRows(fan, star)).toBe(1);
 
-    expect((await call(app(), 'GET', `/api/profiles/${star.username}`, { token: fan.token })).body).toEqual(profileOf(star, true));
+    expect((await call(app(), 'GET', `/api/profiles/${star.username}`, { token: fan.token })).body).toEqual(viewedProfileOf(star, true));
     expect((await call(app(), 'GET', `/api/profiles/${star.username}`)).body).toEqual(profileOf(star, false));
     const stranger = await registerUser(app());
-    expect((await call(app(), 'GET', `/api/profiles/${star.username}`, { token: stranger.token })).body).toEqual(profileOf(star, false));
+    expect((await call(app(), 'GET', `/api/profiles/${star.username}`, { token: stranger.token })).body).toEqual(
+      viewedProfileOf(star, false),
+    );
     // Following is one-way.
-    expect((await call(app(), 'GET', `/api/profiles/${fan.username}`, { token: star.token })).body).toEqual(profileOf(fan, false));
+    expect((await call(app(), 'GET', `/api/profiles/${fan.username}`, { token: star.token })).body).toEqual(viewedProfileOf(fan, false));
     expect(await followRows(star, fan)).toBe(0);
 
     const unfollowed = await unfollow(fan, star.username);
     expect(unfollowed.status).toBe(200);
-    expect(unfollowed.body).toEqual(profileOf(star, false));
+    expect(unfollowed.body).toEqual(viewedProfileOf(star, false));
     expect(await followRows(fan, star)).toBe(0);
-    expect((await call(app(), 'GET', `/api/profiles/${star.username}`, { token: fan.token })).body).toEqual(profileOf(star, false));
+    expect((await call(app(), 'GET', `/api/profiles/${star.username}`, { token: fan.token })).body).toEqual(viewedProfileOf(star, false));
   });
 
   it('is idempotent: following twice and unfollowing twice stay consistent', async () => {
@@ -113,17 +120,17 @@ describeEachDatabase('profiles', (ctx) => {
     for (let round = 0; round < 2; round++) {
       const response = await follow(fan, star.username);
       expect(response.status, `follow #${round + 1}`).toBe(200);
-      expect(response.body).toEqual(profileOf(star, true));
+      expect(response.body).toEqual(viewedProfileOf(star, true));
       expect(await followRows(fan, star)).toBe(1);
     }
     for (let round = 0; round < 2; round++) {
       const response = await unfollow(fan, star.username);
       expect(response.status, `unfollow #${round + 1}`).toBe(200);
-      expect(response.body).toEqual(profileOf(star, false));
+      expect(response.body).toEqual(viewedProfileOf(star, false));
       expect(await followRows(fan, star)).toBe(0);
     }
     // And following again after that works.
-    expect((await follow(fan, star.username)).body).toEqual(profileOf(star, true));
+    expect((await follow(fan, star.username)).body).toEqual(viewedProfileOf(star, true));
     expect(await followRows(fan, star)).toBe(1);
   });
 
@@ -133,7 +140,7 @@ describeEachDatabase('profiles', (ctx) => {
     const responses = await Promise.all([follow(fan, star.username), follow(fan, star.username), follow(fan, star.username)]);
     for (const response of responses) {
       expect(response.status).toBe(200);
-      expect(response.body).toEqual(profileOf(star, true));
+      expect(response.body).toEqual(viewedProfileOf(star, true));
     }
     expect(await followRows(fan, star)).toBe(1);
   });
@@ -143,9 +150,9 @@ describeEachDatabase('profiles', (ctx) => {
     const star = await registerUser(app());
     const response = await follow(fan, star.username.toUpperCase());
     expect(response.status).toBe(200);
-    expect(response.body).toEqual(profileOf(star, true));
+    expect(response.body).toEqual(viewedProfileOf(star, true));
     expect(await followRows(fan, star)).toBe(1);
-    expect((await unfollow(fan, star.username.toUpperCase())).body).toEqual(profileOf(star, false));
+    expect((await unfollow(fan, star.username.toUpperCase())).body).toEqual(viewedProfileOf(star, false));
     expect(await followRows(fan, star)).toBe(0);
   });
 
@@ -194,7 +201,7 @@ describeEachDatabase('profiles', (ctx) => {
         payload: '',
       });
       expect(response.statusCode, method).toBe(200);
-      expect(JSON.parse(response.body)).toEqual(profileOf(star, following));
+      expect(JSON.parse(response.body)).toEqual(viewedProfileOf(star, following));
     }
   });
 
@@ -213,7 +220,9 @@ describeEachDatabase('profiles', (ctx) => {
     expect((await call(app(), 'PUT', '/api/user', { token: star.token, body: { user: { username: renamed } } })).status).toBe(200);
     const response = await call(app(), 'GET', `/api/profiles/${renamed}`, { token: fan.token });
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ profile: { username: renamed, bio: null, image: null, following: true } });
+    expect(response.body).toEqual({
+      profile: { username: renamed, bio: null, image: null, following: true, blocking: false, muting: false },
+    });
     expect((await call(app(), 'GET', `/api/profiles/${star.username}`)).status).toBe(404);
   });
 });

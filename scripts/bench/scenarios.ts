@@ -6,7 +6,7 @@ import { getTagsAnswerJson } from '../../src/modules/tags/queries.js';
 import { DELIVERY_STREAMS, DELIVERY_WRITES_PER_SECOND } from './delivery.js';
 import { type RequestSource, type RequestSpec, send } from './load.js';
 import { Random } from './random.js';
-import { BENCH_PASSWORD } from './seed-data.js';
+import { BENCH_PASSWORD, pickEvenly, VIEWERS } from './seed-data.js';
 import { COMMENTS, SENTENCES } from './words.js';
 
 export const SCENARIO_IDS = [
@@ -172,7 +172,6 @@ const ARTICLES = 100;
 /** Articles the favorite toggles go to: far more than the requests in flight, so that two rarely meet on one. */
 const FAVORITE_ARTICLES = 1_000;
 const USERS = 20;
-const VIEWERS = 200;
 const PAGE_SIZE = 20;
 const LIST_PAGES = 10;
 const FILTERED_PAGES = 3;
@@ -200,12 +199,6 @@ const MULTI_WORD_SEARCHES = [
 ];
 
 const range = (first: number, last: number) => Array.from({ length: Math.max(0, last - first + 1) }, (_, k) => first + k);
-
-/** `count` items spread evenly over `items`, the first and the last included. */
-function pickEvenly<T>(items: readonly T[], count: number): T[] {
-  if (items.length <= count) return [...items];
-  return Array.from({ length: count }, (_, k) => items[Math.round((k * (items.length - 1)) / (count - 1))]!);
-}
 
 /** `count` ids spread evenly over 1..last, both included: whatever rows are there, seeded or added since. */
 const evenIds = (last: number, count: number) =>

@@ -10,17 +10,30 @@ export interface Scale {
   followsPerUser: number;
   favoritesPerUser: number;
   comments: number;
+  /**
+   * Blocks and mutes, half each, between the signed-in viewers of the scenarios: every one of them then screens
+   * someone, so that their lists, feeds and articles pay the screening (profiles/blocks.ts) as such users do.
+   */
+  screenings: number;
 }
 
 export const SCALES = {
-  small: { users: 200, articles: 2_000, tags: 50, followsPerUser: 10, favoritesPerUser: 10, comments: 2_000 },
-  large: { users: 100_000, articles: 1_000_000, tags: 1_000, followsPerUser: 20, favoritesPerUser: 20, comments: 1_000_000 },
+  small: { users: 200, articles: 2_000, tags: 50, followsPerUser: 10, favoritesPerUser: 10, comments: 2_000, screenings: 1_000 },
+  large: {
+    users: 100_000,
+    articles: 1_000_000,
+    tags: 1_000,
+    followsPerUser: 20,
+    favoritesPerUser: 20,
+    comments: 1_000_000,
+    screenings: 1_000,
+  },
 } as const satisfies Record<string, Scale>;
 
 export type ScaleName = keyof typeof SCALES;
 
 /** Change it whenever the generated rows change, so that `--reuse` reseeds databases made by older code. */
-export const SEED_VERSION = 1;
+export const SEED_VERSION = 2;
 
 /** Every seeded account's password: the bench logs in with it. */
 export const BENCH_PASSWORD = 'bench-password-2024';
@@ -49,6 +62,16 @@ enum Stream {
   Follows,
   Favorites,
   Comments,
+  Screenings,
+}
+
+/** The signed-in viewers of the scenarios that have many: the users `pickEvenly` takes from all of them in id order. */
+export const VIEWERS = 200;
+
+/** `count` items spread evenly over `items`, the first and the last included. */
+export function pickEvenly<T>(items: readonly T[], count: number): T[] {
+  if (items.length <= count) return [...items];
+  return Array.from({ length: count }, (_, k) => items[Math.round((k * (items.length - 1)) / (count - 1))]!);
 }
 
 /**
@@ -71,6 +94,9 @@ export interface Plan {
   commentArticle: Int32Array;
   commentAuthor: Int32Array;
   commentCreated: Float64Array;
+  /** Block i is blocks[2i] blocking blocks[2i + 1]; mutes likewise: distinct pairs of two different viewers. */
+  blocks: Int32Array;
+  mutes: Int32Array;
   userArticles: Int32Array;
   articleFavorites: Int32Array;
   tagArticles: Int32Array;
@@ -159,6 +185,7 @@ export function buildPlan(scale: Scale): Plan {
   const commentArticle = order.map((i) => drawnArticle[i]!);
   const commentCreated = Float64Array.from(order, (i) => drawnCreated[i]!);
   const commentAuthor = Int32Array.from(order, () => random.below(scale.users));
+  const [blocks, mutes] = drawScreenings(scale);
 
   return {
     scale,
@@ -171,10 +198,41 @@ export function buildPlan(scale: Scale): Plan {
     commentArticle,
     commentAuthor,
     commentCreated,
+    blocks,
+    mutes,
     userArticles,
     articleFavorites,
     tagArticles,
   };
+}
+
+/**
+ * The blocks and the mutes (scale.screenings, half each) among the viewers, from a stream of their own so that the
+ * other tables' rows stay as they were.
+ */
+function drawScreenings(scale: Scale): [Int32Array, Int32Array] {
+  const random = new Random(SEED, Stream.Screenings);
+  const viewers = pickEvenly(
+    Array.from({ length: scale.users }, (_, user) => user),
+    VIEWERS,
+  );
+  const half = Math.floor(scale.screenings / 2);
+  return [half, scale.screenings - half].map((count) => {
+    const pairs = new Int32Array(count * 2);
+    const taken = new Set<number>();
+    for (let i = 0; i < count; i++) {
+      let subject: number;
+      let object: number;
+      do {
+        subject = random.pick(viewers);
+        object = random.pick(viewers);
+      } while (subject === object || taken.has(subject * scale.users + object));
+      taken.add(subject * scale.users + object);
+      pairs[2 * i] = subject;
+      pairs[2 * i + 1] = object;
+    }
+    return pairs;
+  }) as [Int32Array, Int32Array];
 }
 
 type ColumnType = 'int' | 'bigint' | 'text';
@@ -424,5 +482,23 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
     },
   );
 
-  return [users, articles, tags, articleTags, follows, favorites, comments];
+  const screenings = (
+    [
+      ['blocks', 'blocker_id', 'blocked_id', plan.blocks],
+      ['mutes', 'muter_id', 'muted_id', plan.mutes],
+    ] as const
+  ).map(([table, subject, object, pairs]) =>
+    tableLoad(
+      table,
+      [
+        [subject, 'int'],
+        [object, 'int'],
+        ['created_at', 'bigint'],
+      ],
+      pairs.length / 2,
+      // Their triggers count them into users.screened_count as the server's writes do.
+      () => (row) => [pairs[2 * row]! + 1, pairs[2 * row + 1]! + 1, HISTORY_END],
+    ),
+  );
+  return [users, articles, tags, articleTags, follows, favorites, comments, ...screenings];
 }

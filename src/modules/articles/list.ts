@@ -3,6 +3,7 @@ import { dialectOf, type Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
 import { isQueryCanceled } from '../../db/unavailable.js';
 import { identityKey } from '../../identity.js';
+import { screenedAuthors } from '../profiles/blocks.js';
 import { presentTo } from '../profiles/queries.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
 import {
@@ -27,6 +28,11 @@ export interface ArticleFilters {
   followedBy?: number;
   /** Search text (search.ts): ranks the matches by relevance instead of listing them newest first. */
   q?: string;
+  /**
+   * Leaves out the articles of the authors this viewer screens (profiles/blocks.ts), and the lists named after them;
+   * set only for a viewer who screens anyone, so that everyone else's lists carry no such condition.
+   */
+  screenedBy?: number;
 }
 
 export interface Page {
@@ -54,23 +60,41 @@ export const olderThan = (time: string, id: string, cursor: TimeCursor) =>
 
 /**
  * A filter's user; none for an account that is leaving (users/leaving.ts), whose articles are withheld anyway: what
- * it favorited is out of public lists as it is, and so for its owner too, who has GET /api/user/articles.
+ * it favorited is out of public lists as it is, and so for its owner too, who has GET /api/user/articles. None either
+ * for an account the viewer screens: their articles and favorites are nothing the viewer sees.
  */
-const userByName = (db: Executor, username: string) =>
+const userByName = (db: Executor, username: string, screenedBy: number | undefined) =>
   db
     .selectFrom('users')
     .where('users.username_key', '=', identityKey(username))
-    .where((eb) => presentTo(eb, null));
+    .where((eb) => presentTo(eb, null))
+    .$if(screenedBy !== undefined, (query) => query.where('users.id', 'not in', screenedAuthors(db, screenedBy!)));
 
-const userIdByName = (db: Executor, username: string) => userByName(db, username).select('users.id');
+const userIdByName = (db: Executor, username: string, screenedBy: number | undefined) =>
+  userByName(db, username, screenedBy).select('users.id');
 
 const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select('tags.id').where('tags.name', '=', name);
 
 const articleIdsTagged = (db: Executor, tag: string) =>
   db.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, tag));
 
-const articleIdsFavoritedBy = (db: Executor, username: string) =>
-  db.selectFrom('favorites').select('favorites.article_id').where('favorites.user_id', '=', userIdByName(db, username));
+const articleIdsFavoritedBy = (db: Executor, username: string, screenedBy: number | undefined) =>
+  db
+    .selectFrom('favorites')
+    .select('favorites.article_id')
+    .where('favorites.user_id', '=', userIdByName(db, username, screenedBy));
+
+/**
+ * For a list read off a link table aliased `link`: the link's article is not by an author the viewer screens. Asked
+ * of each walked link (its article's primary key), so a page costs the links it walks however much the screened
+ * authors wrote.
+ */
+const linkUnscreened = (db: Executor, screenedBy: number) =>
+  sql<SqlBool>`not exists ${db
+    .selectFrom('articles')
+    .select('articles.id')
+    .where(sql<SqlBool>`articles.id = ${sql.ref('link.article_id')}`)
+    .where('articles.author_id', 'in', screenedAuthors(db, screenedBy))}`;
 
 /**
  * The ids of one page and one more (which says whether another follows), newest published first, read from the
@@ -83,7 +107,7 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
     const links = filters.favorited
       ? db
           .selectFrom('favorites as link')
-          .where('link.user_id', '=', userIdByName(db, filters.favorited))
+          .where('link.user_id', '=', userIdByName(db, filters.favorited, filters.screenedBy))
           .$if(Boolean(filters.tag), (query) => query.where('link.article_id', 'in', articleIdsTagged(db, filters.tag!)))
       : db.selectFrom('article_tags as link').where('link.tag_id', '=', tagIdByName(db, filters.tag!));
     const narrowed =
@@ -96,6 +120,7 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
         : links;
     return narrowed
       .where(publicLinkAt(now))
+      .$if(filters.screenedBy !== undefined, (query) => query.where(linkUnscreened(db, filters.screenedBy!)))
       .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_listed_at', 'link.article_id', cursor!)))
       .select('link.article_id as id')
       .orderBy('link.article_listed_at', 'desc')
@@ -104,7 +129,7 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
       .offset(page.offset);
   }
   if (filters.followedBy !== undefined && !filters.author && dialectOf(db) === 'postgres') {
-    return feedPageIds(db, filters.followedBy, page, cursor, now);
+    return feedPageIds(db, filters.followedBy, filters.screenedBy, page, cursor, now);
   }
   return filteredArticles(db, filters, now)
     .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
@@ -124,7 +149,14 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
  * or without statistics (EXPLAIN QUERY PLAN on a copy with sqlite_stat1 dropped); at 1 M articles a page 1 takes
  * 20-26 µs that way against 33-37 µs for a correlated bound per author.
  */
-function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeCursor | undefined, now: number) {
+function feedPageIds(
+  db: Executor,
+  followerId: number,
+  screenedBy: number | undefined,
+  page: Page,
+  cursor: TimeCursor | undefined,
+  now: number,
+) {
   const perAuthor = page.offset + page.limit + 1;
   return db
     .selectFrom('follows')
@@ -144,20 +176,27 @@ function feedPageIds(db: Executor, followerId: number, page: Page, cursor: TimeC
     )
     .select('newest.id')
     .where('follows.follower_id', '=', followerId)
+    .$if(screenedBy !== undefined, (query) => query.where('follows.followed_id', 'not in', screenedAuthors(db, screenedBy!)))
     .orderBy('newest.listed_at', 'desc')
     .orderBy('newest.id', 'desc')
     .limit(sql.lit(page.limit + 1))
     .offset(page.offset);
 }
 
+/** The public articles, but those by the authors the viewer screens, when they screen anyone. */
+const unscreenedArticles = (db: Executor, screenedBy: number | undefined, now: number) =>
+  publicArticles(db, now).$if(screenedBy !== undefined, (query) =>
+    query.where('articles.author_id', 'not in', screenedAuthors(db, screenedBy!)),
+  );
+
 /** The public articles matching every filter (AND); what a combined filter's total counts. */
 function filteredArticles(db: Executor, filters: ArticleFilters, now: number) {
-  let query = publicArticles(db, now);
+  let query = unscreenedArticles(db, filters.screenedBy, now);
   if (filters.author) {
-    query = query.where('articles.author_id', '=', userIdByName(db, filters.author));
+    query = query.where('articles.author_id', '=', userIdByName(db, filters.author, filters.screenedBy));
   }
   if (filters.tag) query = query.where('articles.id', 'in', articleIdsTagged(db, filters.tag));
-  if (filters.favorited) query = query.where('articles.id', 'in', articleIdsFavoritedBy(db, filters.favorited));
+  if (filters.favorited) query = query.where('articles.id', 'in', articleIdsFavoritedBy(db, filters.favorited, filters.screenedBy));
   if (filters.followedBy !== undefined) {
     const followed = db.selectFrom('follows').select('follows.followed_id').where('follows.follower_id', '=', filters.followedBy);
     query = query.where('articles.author_id', 'in', followed);
@@ -166,28 +205,59 @@ function filteredArticles(db: Executor, filters: ArticleFilters, now: number) {
 }
 
 /**
+ * How many of the links of `link` that `owned` picks out (a tag's, a user's favorites) a kept count counts although
+ * the viewer screens their article's author: driven from the screened authors' articles, so it costs what they wrote
+ * at most, whatever the tag or the user holds.
+ */
+const screenedLinksCounted = (db: Executor, link: 'article_tags' | 'favorites', owned: RawBuilder<SqlBool>, screenedBy: number) =>
+  sql<number>`(select count(*) from ${sql.table(link)} link inner join articles on articles.id = link.article_id
+    where ${owned} and link.article_counted = 1 and articles.author_id in (${screenedAuthors(db, screenedBy)}))`;
+
+/**
  * `articlesCount` without counting, as a one-row query: a single filter (or none) reads the count the triggers keep
  * beside its rows (all articles: the sum of the striped total); only a combination of filters counts the matches.
  * The kept counts count published articles (migration 0013): a scheduled article joins them when the scheduler
  * records its publication, at most a poll interval after the lists show it.
+ *
+ * A viewer who screens authors (profiles/blocks.ts) gets the kept count less what those authors add to it, read by
+ * the same rule the count keeps (their own kept articles_count, or the links it counts), rather than a count of the
+ * matches: that costs what the screened authors wrote, where counting would cost every match of a large tag or of
+ * all articles. A filter on a screened user finds no user, so counts nothing.
  */
 function totalMatching(db: Executor, filters: ArticleFilters, now: number) {
   const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter(
     (value) => value !== undefined && value !== '',
   );
-  if (active.length === 0) return db.selectFrom('article_totals').select((eb) => eb.fn.sum<number>('articles').as('count'));
+  const { screenedBy } = filters;
   if (active.length > 1) return filteredArticles(db, filters, now).select((eb) => eb.fn.countAll<number>().as('count'));
-  if (filters.tag) return db.selectFrom('tags').select('article_count as count').where('name', '=', filters.tag);
-  if (filters.author || filters.favorited) {
-    return userByName(db, (filters.author || filters.favorited)!).select(
-      filters.author ? 'articles_count as count' : 'favorites_count as count',
-    );
+  if (active.length === 0) {
+    const total = db.selectFrom('article_totals');
+    if (screenedBy === undefined) return total.select((eb) => eb.fn.sum<number>('articles').as('count'));
+    const screenedArticles = db
+      .selectFrom('users')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('users.articles_count'), eb.lit(0)).as('articles'))
+      .where('users.id', 'in', screenedAuthors(db, screenedBy));
+    return total.select(sql<number>`sum(article_totals.articles) - ${screenedArticles}`.as('count'));
+  }
+  if (filters.tag) {
+    const tag = db.selectFrom('tags').where('name', '=', filters.tag);
+    if (screenedBy === undefined) return tag.select('article_count as count');
+    const screened = screenedLinksCounted(db, 'article_tags', sql`link.tag_id = tags.id`, screenedBy);
+    return tag.select(sql<number>`tags.article_count - ${screened}`.as('count'));
+  }
+  if (filters.author) return userByName(db, filters.author, screenedBy).select('articles_count as count');
+  if (filters.favorited) {
+    const user = userByName(db, filters.favorited, screenedBy);
+    if (screenedBy === undefined) return user.select('favorites_count as count');
+    const screened = screenedLinksCounted(db, 'favorites', sql`link.user_id = users.id`, screenedBy);
+    return user.select(sql<number>`users.favorites_count - ${screened}`.as('count'));
   }
   return db
     .selectFrom('follows')
     .innerJoin('users', 'users.id', 'follows.followed_id')
     .select((eb) => eb.fn.sum<number>('users.articles_count').as('count'))
-    .where('follows.follower_id', '=', filters.followedBy!);
+    .where('follows.follower_id', '=', filters.followedBy!)
+    .$if(screenedBy !== undefined, (query) => query.where('follows.followed_id', 'not in', screenedAuthors(db, screenedBy!)));
 }
 
 /** The articles of a page as this viewer sees them, in the order of `ids`. */
@@ -306,14 +376,21 @@ async function searchCandidates(
 ): Promise<{ candidates: RawBuilder<unknown>; partial: boolean }> {
   const postgres = dialectOf(db) === 'postgres';
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
-  // The index holds every article; only the public ones are candidates, each checked by its primary key.
+  // The index holds every article; only the public ones (not by an author the viewer screens) are candidates, each
+  // checked by its primary key.
   const indexed = sql.ref(`article_search.${postgres ? 'article_id' : 'rowid'}`);
   // Kysely writes the subquery in parentheses of its own: SQLite reads `exists ((select ...))` as a syntax error.
-  const isPublic = sql`and exists ${publicArticles(db, now).select('articles.id').where(sql<SqlBool>`articles.id = ${indexed}`)}`;
+  const isPublic = sql`and exists ${unscreenedArticles(db, filters.screenedBy, now)
+    .select('articles.id')
+    .where(sql<SqlBool>`articles.id = ${indexed}`)}`;
   const narrowing = [
-    filters.author && db.selectFrom('articles').select('articles.id').where('articles.author_id', '=', userIdByName(db, filters.author)),
+    filters.author &&
+      db
+        .selectFrom('articles')
+        .select('articles.id')
+        .where('articles.author_id', '=', userIdByName(db, filters.author, filters.screenedBy)),
     filters.tag && articleIdsTagged(db, filters.tag),
-    filters.favorited && articleIdsFavoritedBy(db, filters.favorited),
+    filters.favorited && articleIdsFavoritedBy(db, filters.favorited, filters.screenedBy),
   ].flatMap((ids) => (ids ? [sql`and ${id} in (${ids})`] : []));
   narrowing.push(isPublic);
   if (postgres) {

@@ -5,6 +5,7 @@ import type { Executor } from '../../db/index.js';
 import { forbidden, notFound, unprocessable } from '../../errors.js';
 import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js';
 import { errorResponses, IfMatchHeaders } from '../../schemas.js';
+import { areSeparated, screenerId } from '../profiles/blocks.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { listArticles, listOwnArticles, type Page } from './list.js';
 import {
@@ -31,8 +32,13 @@ export function pageOf<P extends Page>(page: P): P {
 const ARTICLE_SCHEMA = ArticleResponse as unknown as Record<string, unknown>;
 
 /** Reads an article for the response; it can only be missing if it was deleted a moment ago. */
-const articleView = async (db: Executor, where: { slug: string } | { id: number }, viewer: number | null) => {
-  const answer = await getArticleAnswer(db, where, viewer);
+const articleView = async (
+  db: Executor,
+  where: { slug: string } | { id: number },
+  viewer: number | null,
+  screener: number | null = null,
+) => {
+  const answer = await getArticleAnswer(db, where, viewer, screener);
   if (answer === undefined) throw notFound('article');
   return answer;
 };
@@ -75,7 +81,8 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { tag, author, favorited, q, ...page } = request.query;
-      return listArticles(request.db, { tag, author, favorited, q }, pageOf(page), viewerId(request), app.searcher);
+      const filters = { tag, author, favorited, q, screenedBy: screenerId(request) ?? undefined };
+      return listArticles(request.db, filters, pageOf(page), viewerId(request), app.searcher);
     },
   );
 
@@ -93,7 +100,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const me = signedIn(request).account.id;
-      return listArticles(request.db, { followedBy: me }, pageOf(request.query), me);
+      return listArticles(request.db, { followedBy: me, screenedBy: screenerId(request) ?? undefined }, pageOf(request.query), me);
     },
   );
 
@@ -144,7 +151,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => articleView(request.db, { slug: request.params.slug }, viewerId(request)),
+    async (request) => articleView(request.db, { slug: request.params.slug }, viewerId(request), screenerId(request)),
   );
 
   app.put(
@@ -211,12 +218,15 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       handler: async (request) => {
         const me = signedIn(request).account;
         const article = await existingArticleRef(request.db, request.params.slug, me.id);
+        let changed: boolean;
         try {
-          await setFavorite(request.db, me, article, favorite, Date.now());
+          changed = await setFavorite(request.db, me, article, favorite, Date.now());
         } catch (error) {
           if (isForeignKeyViolation(error)) throw notFound('article');
           throw error;
         }
+        // Nothing written: a repeat, or a block between the two; only the second is asked, and only then.
+        if (favorite && !changed && (await areSeparated(request.db, me.id, article.author_id))) throw forbidden('article');
         return articleView(request.db, { id: article.id }, me.id);
       },
     });

@@ -2,6 +2,7 @@ import type { ExpressionBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { moderationState, toIso } from '../../schemas.js';
+import { separatedFrom } from '../profiles/blocks.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 import { currentState } from './lifecycle.js';
 import { byCodePoint } from './tags.js';
@@ -73,10 +74,22 @@ export function toSummary(row: ArticleViewRow, now: number) {
   };
 }
 
-/** The `{ article }` answer as this viewer sees it; undefined when there is no such article or it is not theirs to see. */
-export async function getArticleAnswer(db: Executor, where: { slug: string } | { id: number }, viewerId: number | null) {
+/**
+ * The `{ article }` answer as this viewer sees it; undefined when there is no such article or it is not theirs to see,
+ * which with `screener` (profiles/blocks.ts) includes an article whose author a block separates from the viewer. A
+ * muted author's article stays reachable by its link: a mute only keeps it out of the muter's lists.
+ */
+export async function getArticleAnswer(
+  db: Executor,
+  where: { slug: string } | { id: number },
+  viewerId: number | null,
+  screener: number | null = null,
+) {
   const now = Date.now();
-  const base = db.selectFrom('articles').where((eb) => visibleTo(eb, viewerId, now));
+  const base = db
+    .selectFrom('articles')
+    .where((eb) => visibleTo(eb, viewerId, now))
+    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!)));
   const query = 'slug' in where ? base.where('articles.slug', '=', where.slug) : base.where('articles.id', '=', where.id);
   const row = await withArticleView(query, viewerId).select('articles.body').executeTakeFirst();
   return row === undefined ? undefined : { article: { ...toSummary(row, now), body: row.body } };

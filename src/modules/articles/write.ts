@@ -5,6 +5,7 @@ import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
 import { appendAudit } from '../moderation/records.js';
+import { noBlockBetween, separatedFrom } from '../profiles/blocks.js';
 import { toProfile } from '../profiles/queries.js';
 import { keepEditedRevision, keepRevision } from '../revisions/queries.js';
 import type { Account } from '../users/queries.js';
@@ -23,14 +24,16 @@ export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
 /**
  * The few columns that decide existence and ownership, before any write: undefined when no article has that slug or
  * the viewer may not see it (visibility.ts), so that everything about an article that is not public is the same 404
- * for everyone but its author.
+ * for everyone but its author. With `screener` (profiles/blocks.ts), also when a block separates the viewer from its
+ * author: for reads; a write across a block is refused by the write itself (403).
  */
-export function findArticleRef(db: Executor, slug: string, viewerId: number | null) {
+export function findArticleRef(db: Executor, slug: string, viewerId: number | null, screener: number | null = null) {
   return db
     .selectFrom('articles')
     .select(['id', 'slug', 'author_id', 'title', 'status', 'publish_at', 'published_at', 'withheld', 'created_at', 'updated_at'])
     .where('slug', '=', slug)
     .where((eb) => visibleTo(eb, viewerId))
+    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!)))
     .executeTakeFirst();
 }
 
@@ -418,7 +421,8 @@ export function deleteArticle(db: Executor, article: ArticleRef, now: number, pr
  * Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes;
  * only a real change is an event. One statement that reads the article row, and on PostgreSQL locks it, before it
  * touches the favorite row: the order a delete of the article takes them, so the two cannot deadlock. A favorite of
- * an article deleted meanwhile writes nothing; the answer's read then finds no article.
+ * an article deleted meanwhile writes nothing (the answer's read then finds no article), and so does one across a
+ * block (profiles/blocks.ts), judged by the insert itself. Returns whether anything changed.
  */
 export function setFavorite(db: Executor, actor: Actor, article: ArticleRef, favorite: boolean, now: number) {
   const change = (executor: Executor) => {
@@ -432,20 +436,22 @@ export function setFavorite(db: Executor, actor: Actor, article: ArticleRef, fav
           .columns(['user_id', 'article_id', 'article_listed_at', 'article_counted', 'created_at'])
           .expression(
             // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
-            theArticle.select((eb) => [
-              eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
-              'articles.id',
-              // What the link carries of its article (migration 0017).
-              'articles.listed_at as article_listed_at',
-              eb
-                .case()
-                .when(eb.and([eb('articles.status', '=', 'published'), eb('articles.withheld', '=', 0)]))
-                .then(1)
-                .else(0)
-                .end()
-                .as('article_counted'),
-              eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
-            ]),
+            theArticle
+              .where((eb) => noBlockBetween(eb, executor, actor.id, eb.ref('articles.author_id')))
+              .select((eb) => [
+                eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
+                'articles.id',
+                // What the link carries of its article (migration 0017).
+                'articles.listed_at as article_listed_at',
+                eb
+                  .case()
+                  .when(eb.and([eb('articles.status', '=', 'published'), eb('articles.withheld', '=', 0)]))
+                  .then(1)
+                  .else(0)
+                  .end()
+                  .as('article_counted'),
+                eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
+              ]),
           )
           .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
           .returning('article_id')

@@ -4,6 +4,7 @@ import { notFound } from '../../errors.js';
 import { moderationState, toIso } from '../../schemas.js';
 import { type Actor, type ArticleRef, findArticleRef, isPublicNow } from '../articles/write.js';
 import { appendEvent, mentionOf } from '../events/outbox.js';
+import { noBlockBetween, screenedAuthors } from '../profiles/blocks.js';
 import { followedByViewer, presentTo, toProfile } from '../profiles/queries.js';
 
 /** What a comment answer shows of the comment and its author. */
@@ -23,10 +24,11 @@ const commentsWithAuthors = (db: Executor) =>
     ]);
 
 /**
- * All comments of an article with their authors, oldest first, in one query; those of leaving accounts left out, and
- * hidden ones (modules/moderation) but for their author and the article's, who may unhide what they hid.
+ * All comments of an article with their authors, oldest first, in one query; those of leaving accounts left out,
+ * those of the authors the viewer screens (profiles/blocks.ts) when `screener` screens anyone, and hidden ones
+ * (modules/moderation) but for their author and the article's, who may unhide what they hid.
  */
-async function listComments(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>, viewerId: number | null) {
+async function listComments(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>, viewerId: number | null, screener: number | null) {
   const rows = await commentsWithAuthors(db)
     .select((eb) => followedByViewer(eb, viewerId).as('following'))
     .where('comments.article_id', '=', article.id)
@@ -36,6 +38,7 @@ async function listComments(db: Executor, article: Pick<ArticleRef, 'id' | 'auth
         eb.or([eb('comments.hidden_reason', 'is', null), ...(viewerId === null ? [] : [eb('comments.author_id', '=', viewerId)])]),
       ),
     )
+    .$if(screener !== null, (query) => query.where('comments.author_id', 'not in', screenedAuthors(db, screener!)))
     .orderBy('comments.created_at')
     .orderBy('comments.id')
     .execute();
@@ -58,21 +61,37 @@ export function toComment(
 
 /**
  * The `{ comments }` answer on the article with this slug as this viewer sees it; undefined when there is no such
- * article.
+ * article, or a block separates the viewer from its author.
  */
-export async function getCommentsAnswer(db: Executor, slug: string, viewerId: number | null) {
-  const article = await findArticleRef(db, slug, viewerId);
-  return article === undefined ? undefined : { comments: await listComments(db, article, viewerId) };
+export async function getCommentsAnswer(db: Executor, slug: string, viewerId: number | null, screener: number | null) {
+  const article = await findArticleRef(db, slug, viewerId, screener);
+  return article === undefined ? undefined : { comments: await listComments(db, article, viewerId, screener) };
 }
 
-/** The new comment, with its event (which notifies the article's author) in the same transaction. */
+/**
+ * The new comment, with its event (which notifies the article's author) in the same transaction; undefined when a
+ * block stands between the commenter and the article's author, judged by the insert itself (profiles/blocks.ts).
+ */
 export function addComment(db: Executor, article: ArticleRef, author: Actor, body: string, now: number) {
   return inTransaction(db, async (trx) => {
     const comment = await trx
       .insertInto('comments')
-      .values({ article_id: article.id, author_id: author.id, body, created_at: now, updated_at: now })
+      .columns(['article_id', 'author_id', 'body', 'created_at', 'updated_at'])
+      .expression(
+        // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
+        trx
+          .selectNoFrom((eb) => [
+            eb.cast<number>(eb.val(article.id), 'integer').as('article_id'),
+            eb.cast<number>(eb.val(author.id), 'integer').as('author_id'),
+            eb.cast<string>(eb.val(body), 'text').as('body'),
+            eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
+            eb.cast<number>(eb.val(now), 'bigint').as('updated_at'),
+          ])
+          .where((eb) => noBlockBetween(eb, trx, author.id, article.author_id)),
+      )
       .returning(['id', 'body', 'created_at', 'updated_at'])
-      .executeTakeFirstOrThrow();
+      .executeTakeFirst();
+    if (comment === undefined) return undefined;
     // Nobody follows themselves, so the author's own profile needs no query.
     const answer = { comment: toComment(comment, toProfile({ ...author, following: false })) };
     await appendEvent(

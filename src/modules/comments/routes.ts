@@ -6,6 +6,7 @@ import { SlugParams } from '../articles/schemas.js';
 import { existingArticleRef } from '../articles/write.js';
 import { findModeratedComment, setCommentModeration } from '../moderation/actions.js';
 import { HideBody, UnhideBody } from '../moderation/schemas.js';
+import { screenerId } from '../profiles/blocks.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { addComment, commentAsAuthorSees, deleteComment, findComment, getCommentsAnswer } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
@@ -24,7 +25,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const answer = await getCommentsAnswer(request.db, request.params.slug, viewerId(request));
+      const answer = await getCommentsAnswer(request.db, request.params.slug, viewerId(request), screenerId(request));
       if (answer === undefined) throw notFound('article');
       return answer;
     },
@@ -40,18 +41,21 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Comment on an article',
         params: SlugParams,
         body: NewCommentBody,
-        response: { 201: CommentResponse, ...errorResponses(401, 404, 422) },
+        response: { 201: CommentResponse, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request, reply) => {
       const { account } = signedIn(request);
       const article = await existingArticleRef(request.db, request.params.slug, account.id);
+      let answer: Awaited<ReturnType<typeof addComment>>;
       try {
-        return reply.code(201).send(await addComment(request.db, article, account, request.body.comment.body, Date.now()));
+        answer = await addComment(request.db, article, account, request.body.comment.body, Date.now());
       } catch (error) {
         if (isForeignKeyViolation(error)) throw notFound('article');
         throw error;
       }
+      if (answer === undefined) throw forbidden('article');
+      return reply.code(201).send(answer);
     },
   );
 

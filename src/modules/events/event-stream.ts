@@ -22,11 +22,18 @@ export interface StreamFilter {
   tag: string | null;
   /** The author whose articles, and the comments on them, the stream is about: the events' owner. */
   authorId: number | null;
+  /**
+   * The accounts the signed-in viewer screens (profiles/blocks.ts), as they stood when the stream opened: nothing
+   * they did, and nothing about their articles, reaches the viewer. Empty for nearly everyone.
+   */
+  screened: ReadonlySet<number>;
 }
 
 /** The SSE event name the viewer gets `event` under, or null when the stream does not carry it. */
 export function eventName(event: LiveEvent, filter: StreamFilter): string | null {
   const { ownerId, actorId, type } = event.stored;
+  const screened = (id: number | null) => id !== null && filter.screened.has(id);
+  if (screened(ownerId) || screened(actorId)) return null;
   // Theirs whatever the filters: a viewer who asked for one tag still wants to hear that someone followed them.
   if (filter.viewerId !== null && ownerId === filter.viewerId && actorId !== filter.viewerId && NOTIFIES[type] !== undefined) {
     return 'notification';

@@ -55,22 +55,30 @@ type Change = OperationNodeSource & { execute(): Promise<unknown[]> };
  * A change and its event, all or nothing, the event only when the change changed something (a repeated follow or
  * favorite is none). On PostgreSQL one statement, the change in a WITH and the event inserted from what it returned:
  * one round trip instead of four (begin, change, event, commit) on the writes users repeat most. On SQLite, where a
- * statement costs no round trip, a transaction.
+ * statement costs no round trip, a transaction, or the caller's. Returns whether the change changed anything.
  */
-export async function changeWithEvent(db: Executor, change: (executor: Executor) => Change, event: NewEvent, now: number): Promise<void> {
+export async function changeWithEvent(
+  db: Executor,
+  change: (executor: Executor) => Change,
+  event: NewEvent,
+  now: number,
+): Promise<boolean> {
   if (dialectOf(db) === 'sqlite') {
-    await inTransaction(db, async (trx) => {
-      if ((await change(trx).execute()).length > 0) await appendEvent(trx, event, now);
-    });
-    return;
+    const changeAndTell = async (trx: Executor) => {
+      const changed = (await change(trx).execute()).length > 0;
+      if (changed) await appendEvent(trx, event, now);
+      return changed;
+    };
+    return db.isTransaction ? changeAndTell(db) : inTransaction(db, changeAndTell);
   }
   // Typed, because PostgreSQL reads an untyped parameter in a SELECT list as text.
-  await sql`
+  const result = await sql`
     with changed as (${change(db)})
     insert into events (type, actor_id, owner_id, article_id, comment_id, public, data, created_at)
     select ${event.type}, ${event.actorId}::integer, ${event.ownerId}::integer, ${event.articleId ?? null}::integer,
       ${event.commentId ?? null}::integer, ${publicFlag(event)}::integer, ${JSON.stringify(event.data)}, ${now}::bigint
     from changed`.execute(db);
+  return Number(result.numAffectedRows ?? 0n) > 0;
 }
 
 /**

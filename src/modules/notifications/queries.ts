@@ -3,26 +3,29 @@ import type { Executor } from '../../db/index.js';
 import { pageOf } from '../../id-cursor.js';
 import { toIso } from '../../schemas.js';
 import type { NotificationKind } from '../events/catalogue.js';
+import { screenedAuthors } from '../profiles/blocks.js';
 import { followedByViewer, leavingAccounts, toProfile } from '../profiles/queries.js';
 import { UNREAD_CAP } from './schemas.js';
 
 /**
  * The recipient's notifications, but those about what a leaving account did (users/leaving.ts): until it is purged
- * (and they with it) or comes back, it did nothing anyone else can see.
+ * (and they with it) or comes back, it did nothing anyone else can see. Nor, when `screener` (the recipient,
+ * profiles/blocks.ts) screens anyone, what the accounts they block, mute or are blocked by did.
  */
-const notificationsOf = (db: Executor, recipientId: number) =>
+const notificationsOf = (db: Executor, recipientId: number, screener: number | null) =>
   db
     .selectFrom('notifications')
     .where('notifications.recipient_id', '=', recipientId)
-    .where('notifications.actor_id', 'not in', leavingAccounts(db, recipientId));
+    .where('notifications.actor_id', 'not in', leavingAccounts(db, recipientId))
+    .$if(screener !== null, (query) => query.where('notifications.actor_id', 'not in', screenedAuthors(db, screener!)));
 
 /**
  * At most `limit` of the recipient's notifications before the cursor, newest first, each with its actor, article,
  * comment and endpoint, in one query.
  */
-function selectPage(db: Executor, recipientId: number, before: number | undefined, limit: number) {
+function selectPage(db: Executor, recipientId: number, screener: number | null, before: number | undefined, limit: number) {
   return (
-    notificationsOf(db, recipientId)
+    notificationsOf(db, recipientId, screener)
       .innerJoin('users', 'users.id', 'notifications.actor_id')
       .leftJoin('articles', 'articles.id', 'notifications.article_id')
       .leftJoin('comments', 'comments.id', 'notifications.comment_id')
@@ -87,10 +90,14 @@ const readMark = (db: Executor, userId: number) =>
  * The notifications past the mark, counted over at most UNREAD_CAP index entries: however many pile up unread, the
  * count costs no more.
  */
-const countUnread = (db: Executor, userId: number, readUpTo: Expression<number> | number) =>
+const countUnread = (db: Executor, userId: number, screener: number | null, readUpTo: Expression<number> | number) =>
   db
     .selectFrom(
-      notificationsOf(db, userId).select('notifications.id').where('notifications.id', '>', readUpTo).limit(UNREAD_CAP).as('unread'),
+      notificationsOf(db, userId, screener)
+        .select('notifications.id')
+        .where('notifications.id', '>', readUpTo)
+        .limit(UNREAD_CAP)
+        .as('unread'),
     )
     .select((eb) => eb.fn.countAll<number>().as('count'));
 
@@ -98,12 +105,17 @@ const countUnread = (db: Executor, userId: number, readUpTo: Expression<number> 
  * The `{ notifications, unreadCount, nextCursor }` answer: two queries whatever the page size, the page and the
  * mark with the count past it.
  */
-export async function listNotifications(db: Executor, recipientId: number, page: { limit: number; before?: number }) {
+export async function listNotifications(
+  db: Executor,
+  recipientId: number,
+  screener: number | null,
+  page: { limit: number; before?: number },
+) {
   const mark = readMark(db, recipientId);
   const [rows, counts] = await Promise.all([
     // One row more than the page says whether another page follows.
-    selectPage(db, recipientId, page.before, page.limit + 1).execute(),
-    db.selectNoFrom([mark.as('read_up_to'), countUnread(db, recipientId, mark).as('unread')]).executeTakeFirstOrThrow(),
+    selectPage(db, recipientId, screener, page.before, page.limit + 1).execute(),
+    db.selectNoFrom([mark.as('read_up_to'), countUnread(db, recipientId, screener, mark).as('unread')]).executeTakeFirstOrThrow(),
   ]);
   const { page: shown, nextCursor } = pageOf(rows, page.limit);
   return {
@@ -114,10 +126,13 @@ export async function listNotifications(db: Executor, recipientId: number, page:
   };
 }
 
-/** Up to `limit` of the recipient's notifications before `before`, newest first, as the list shows them. */
+/**
+ * Up to `limit` of the recipient's notifications before `before`, newest first, as the list shows them, those from
+ * screened accounts included: what the account holds (the export), not what its lists show.
+ */
 export async function notificationsBefore(db: Executor, recipientId: number, before: number | undefined, limit: number) {
   const [rows, { read_up_to }] = await Promise.all([
-    selectPage(db, recipientId, before, limit).execute(),
+    selectPage(db, recipientId, null, before, limit).execute(),
     db.selectNoFrom(readMark(db, recipientId).as('read_up_to')).executeTakeFirstOrThrow(),
   ]);
   return rows.map((row) => toNotification(row, read_up_to));
@@ -128,7 +143,7 @@ export async function notificationsBefore(db: Executor, recipientId: number, bef
  * databases read alike, and answers the unread count past the new mark. The mark stops at the user's newest
  * notification at or below `upTo`, so an id from the future cannot mark as read what has not arrived yet.
  */
-export async function markRead(db: Executor, userId: number, upTo: number | undefined) {
+export async function markRead(db: Executor, userId: number, screener: number | null, upTo: number | undefined) {
   const newestRead = db
     .selectFrom('notifications')
     .select((eb) => eb.fn.coalesce(eb.fn.max('id'), eb.lit(0)).as('id'))
@@ -150,6 +165,6 @@ export async function markRead(db: Executor, userId: number, upTo: number | unde
     )
     .returning('read_up_to')
     .executeTakeFirstOrThrow();
-  const { count } = await countUnread(db, userId, read_up_to).executeTakeFirstOrThrow();
+  const { count } = await countUnread(db, userId, screener, read_up_to).executeTakeFirstOrThrow();
   return { unreadCount: count };
 }

@@ -3,6 +3,7 @@ import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { identityKey } from '../../identity.js';
 import { changeWithEvent } from '../events/outbox.js';
+import { noBlockBetween, screeningFlags } from './blocks.js';
 
 export interface ProfileRow {
   id: number;
@@ -10,6 +11,9 @@ export interface ProfileRow {
   bio: string | null;
   image: string | null;
   following: number | boolean;
+  /** Whether the viewer blocks this user; whether the viewer mutes them (profiles/blocks.ts). */
+  blocking: number | boolean;
+  muting: number | boolean;
   /** Moves with every change of the name, bio or image. */
   updated_at: number;
 }
@@ -48,8 +52,26 @@ export function toProfile(row: { username: string; bio: string | null; image: st
   return { username: row.username, bio: row.bio, image: row.image, following: Boolean(row.following) };
 }
 
-/** One indexed lookup, with whether the viewer follows this user; undefined for an account leaving, to all but itself. */
-export function findProfile(db: Executor, username: string, viewerId: number | null): Promise<ProfileRow | undefined> {
+/**
+ * A profile as a signed-in viewer sees it: with whether they block and mute this user. Whether this user blocks the
+ * viewer is never shown: the blocked learn of a block only by being refused.
+ */
+export const toViewedProfile = (row: Parameters<typeof toProfile>[0] & Pick<ProfileRow, 'blocking' | 'muting'>) => ({
+  ...toProfile(row),
+  blocking: Boolean(row.blocking),
+  muting: Boolean(row.muting),
+});
+
+/**
+ * One indexed lookup, with whether the viewer follows this user, and blocks or mutes them when `screener` (the
+ * viewer, profiles/blocks.ts) screens anyone; undefined for an account leaving, to all but itself.
+ */
+export function findProfile(
+  db: Executor,
+  username: string,
+  viewerId: number | null,
+  screener: number | null = null,
+): Promise<ProfileRow | undefined> {
   return db
     .selectFrom('users')
     .select((eb) => [
@@ -59,24 +81,36 @@ export function findProfile(db: Executor, username: string, viewerId: number | n
       'users.image',
       'users.updated_at',
       followedByViewer(eb, viewerId).as('following'),
+      ...screeningFlags(eb, db, screener),
     ])
     .where('users.username_key', '=', identityKey(username))
     .where((eb) => presentTo(eb, viewerId))
     .executeTakeFirst();
 }
 
-type FollowParty = Pick<ProfileRow, 'id' | 'username' | 'bio' | 'image'>;
+export type FollowParty = Pick<ProfileRow, 'id' | 'username' | 'bio' | 'image'>;
 
 /**
  * Idempotent: the composite key turns a repeated follow into nothing, and only a real change is an event (which
- * tells the followed user, or takes that notice back).
+ * tells the followed user, or takes that notice back). A block between the two, either way, turns a follow into
+ * nothing too, judged by the insert itself (profiles/blocks.ts). Returns whether anything changed.
  */
-export function setFollow(db: Executor, follower: FollowParty, followed: FollowParty, following: boolean, now: number): Promise<void> {
+export function setFollow(db: Executor, follower: FollowParty, followed: FollowParty, following: boolean, now: number): Promise<boolean> {
   const change = (executor: Executor) =>
     following
       ? executor
           .insertInto('follows')
-          .values({ follower_id: follower.id, followed_id: followed.id, created_at: now })
+          .columns(['follower_id', 'followed_id', 'created_at'])
+          .expression(
+            // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
+            executor
+              .selectNoFrom((eb) => [
+                eb.cast<number>(eb.val(follower.id), 'integer').as('follower_id'),
+                eb.cast<number>(eb.val(followed.id), 'integer').as('followed_id'),
+                eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
+              ])
+              .where((eb) => noBlockBetween(eb, executor, follower.id, followed.id)),
+          )
           .onConflict((oc) => oc.columns(['follower_id', 'followed_id']).doNothing())
           .returning('followed_id')
       : executor

@@ -1,0 +1,120 @@
+import type { FastifyRequest } from 'fastify';
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
+import type { Executor } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
+import { inTransaction } from '../../db/transaction.js';
+import { unprocessable } from '../../errors.js';
+import { type FollowParty, setFollow } from './queries.js';
+
+/**
+ * Most accounts one user may block and mute together: every list they read carries that set, so it stays bounded.
+ */
+export const SCREENS_MAX = 10_000;
+
+/**
+ * The viewer whose blocks and mutes a read applies: null for anonymous viewers and for the accounts that block, mute
+ * and are blocked by nobody (users.screened_count, migration 0018), nearly everyone, whose reads then carry no
+ * screening at all.
+ */
+export function screenerId(request: FastifyRequest): number | null {
+  const account = request.currentUser?.account;
+  return account !== undefined && account.screened_count > 0 ? account.id : null;
+}
+
+const blockedBy = (db: Executor, userId: number) =>
+  db.selectFrom('blocks').select('blocks.blocked_id as id').where('blocks.blocker_id', '=', userId);
+
+const mutedBy = (db: Executor, userId: number) =>
+  db.selectFrom('mutes').select('mutes.muted_id as id').where('mutes.muter_id', '=', userId);
+
+/**
+ * The accounts a block separates from the user, whichever of the two made it: neither reaches the other's articles,
+ * not even by a direct link, nor follows, favorites or comments across it.
+ */
+export const separatedFrom = (db: Executor, userId: number) =>
+  blockedBy(db, userId).unionAll(db.selectFrom('blocks').select('blocks.blocker_id as id').where('blocks.blocked_id', '=', userId));
+
+/**
+ * The accounts whose articles, comments and doings the viewer's lists, feed, search, comment lists, notifications and
+ * event stream leave out: the separated (either way) and those the viewer muted. The one rule every read asks.
+ */
+export const screenedAuthors = (db: Executor, viewerId: number) => separatedFrom(db, viewerId).unionAll(mutedBy(db, viewerId));
+
+/** A block between the two users, either way: two primary-key probes. */
+const blockBetween = (db: Executor, userId: number, other: number | Expression<number>) =>
+  db
+    .selectFrom('blocks')
+    .select('blocks.created_at')
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('blocks.blocker_id', '=', userId), eb('blocks.blocked_id', '=', other)]),
+        eb.and([eb('blocks.blocker_id', '=', other), eb('blocks.blocked_id', '=', userId)]),
+      ]),
+    );
+
+/**
+ * The condition a follow, favorite or comment is inserted under, so that a block committed before the statement
+ * refuses it whatever the route read earlier.
+ */
+export const noBlockBetween = <DB extends Database, TB extends keyof DB>(
+  eb: ExpressionBuilder<DB, TB>,
+  db: Executor,
+  userId: number,
+  other: number | Expression<number>,
+): Expression<SqlBool> => eb.not(eb.exists(blockBetween(db, userId, other)));
+
+/** Whether a block stands between the two users, either way. */
+export async function areSeparated(db: Executor, userId: number, other: number): Promise<boolean> {
+  return (await blockBetween(db, userId, other).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * `blocking` and `muting` as the viewer sees the `users` row of the outer query; both false without a query for a
+ * viewer who screens nobody.
+ */
+export function screeningFlags(eb: ExpressionBuilder<Database, 'users'>, db: Executor, screener: number | null) {
+  if (screener === null) return [eb.lit(false).$castTo<SqlBool>().as('blocking'), eb.lit(false).$castTo<SqlBool>().as('muting')];
+  return [eb('users.id', 'in', blockedBy(db, screener)).as('blocking'), eb('users.id', 'in', mutedBy(db, screener)).as('muting')];
+}
+
+export type Screen = 'block' | 'mute';
+
+const SCREEN_TABLES = {
+  block: { table: 'blocks', subject: 'blocker_id', object: 'blocked_id' },
+  mute: { table: 'mutes', subject: 'muter_id', object: 'muted_id' },
+} as const;
+
+/** How many accounts the user blocks and mutes, counted up to one past the cap: never more index entries than that. */
+async function screensHeld(trx: Executor, userId: number): Promise<number> {
+  const held = blockedBy(trx, userId)
+    .unionAll(mutedBy(trx, userId))
+    .limit(SCREENS_MAX + 1);
+  const { count } = await trx
+    .selectFrom(held.as('held'))
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirstOrThrow();
+  return Number(count);
+}
+
+/**
+ * Blocks or mutes `other` for `user`, or lifts it: idempotent, the primary key settling a repeat. A new block ends
+ * the follows between the two, both ways, through the unfollow path in the same transaction, so that the follow
+ * notices are taken back and the events told as for any unfollow. Past SCREENS_MAX the new row is rolled back (422).
+ */
+export function setScreen(db: Executor, screen: Screen, user: FollowParty, other: FollowParty, on: boolean, now: number) {
+  const { table, subject, object } = SCREEN_TABLES[screen];
+  return inTransaction(db, async (trx) => {
+    if (!on) {
+      await sql`delete from ${sql.table(table)} where ${sql.ref(subject)} = ${user.id} and ${sql.ref(object)} = ${other.id}`.execute(trx);
+      return;
+    }
+    const { rows } = await sql<{ created_at: number }>`insert into ${sql.table(table)} (${sql.ref(subject)}, ${sql.ref(object)}, created_at)
+      values (${user.id}, ${other.id}, ${now}) on conflict do nothing returning created_at`.execute(trx);
+    if (rows.length === 0) return;
+    if ((await screensHeld(trx, user.id)) > SCREENS_MAX) throw unprocessable('profile', 'too many blocks and mutes');
+    if (screen === 'block') {
+      await setFollow(trx, user, other, false, now);
+      await setFollow(trx, other, user, false, now);
+    }
+  });
+}
