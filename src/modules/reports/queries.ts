@@ -225,6 +225,12 @@ function decodeRankCursor(text: string): RankCursor {
   throw unprocessable('cursor', 'is invalid');
 }
 
+/**
+ * The queue as one moderator reads it: without the reports about themselves, which they may not decide and whose
+ * reporters they must not learn, as no reported user does.
+ */
+const queueOf = (db: Executor, viewerId: number) => reportRows(db, viewerId).where('reports.subject_id', '<>', viewerId);
+
 export interface QueuePage {
   status: ReportStatus;
   sort: 'newest' | 'most-reported';
@@ -241,7 +247,7 @@ export interface QueuePage {
 export async function listQueue(db: Executor, viewerId: number, page: QueuePage) {
   if (page.sort === 'newest') {
     const before = page.cursor === undefined ? undefined : decodeIdCursor(page.cursor, INTEGER_ID_MAX);
-    const rows = await reportRows(db, viewerId)
+    const rows = await queueOf(db, viewerId)
       .select((eb) => sameTargetCount(eb).as('report_count'))
       .where('reports.status', '=', page.status)
       .$if(before !== undefined, (query) => query.where('reports.id', '<', before!))
@@ -253,7 +259,7 @@ export async function listQueue(db: Executor, viewerId: number, page: QueuePage)
   }
   if (page.status !== 'open') throw unprocessable('sort', 'most-reported orders open reports only');
   const after = page.cursor === undefined ? undefined : decodeRankCursor(page.cursor);
-  const rows = await reportRows(db, viewerId)
+  const rows = await queueOf(db, viewerId)
     .innerJoin(
       (eb) =>
         eb
