@@ -8,7 +8,7 @@ const DAY_MS = 24 * HOUR_MS;
  * How much one account may report (appeals aside: one per decision bounds them). Reports cost moderators' time, so
  * a reporter files at most PER_HOUR an hour and keeps at most OPEN open at once; one whose reports keep being
  * dismissed (at least DISMISSED_OF of their last JUDGED decided ones) files at most WHEN_DISMISSED a day, until
- * upheld reports outweigh the dismissed ones again.
+ * fewer of their last JUDGED are dismissed.
  */
 export const REPORT_LIMITS = { PER_HOUR: 20, OPEN: 50, JUDGED: 10, DISMISSED_OF: 5, WHEN_DISMISSED: 2 } as const;
 
