@@ -126,7 +126,6 @@ export function reportRows(db: Executor, viewerId: number) {
     )
     .select((eb) => [
       ...REPORT_COLUMNS.map((column) => `reports.${column}` as const),
-      'reports.target_key',
       'reports.decision_note',
       'reports.decided_at',
       'users.username',
