@@ -150,6 +150,10 @@ describeEachDatabase(
         expect(response.status, path).toBe(404);
         expect(response.body).toEqual({ errors: { [resource]: ['not found'] } });
       }
+      // The article's author sees the hidden comments under it, and may report one.
+      const theirs = await addComment(app(), reporter.token, article.slug);
+      await db().updateTable('comments').set({ hidden_reason: 'Spam' }).where('id', '=', theirs.id).execute();
+      expect((await report(author.token, `articles/${article.slug}/comments/${theirs.id}`)).status).toBe(201);
     });
 
     it('checks the body: a known reason, a message of at most 2,000 characters', async () => {

@@ -5,6 +5,8 @@ import { inTransaction } from '../../db/transaction.js';
 import { conflict, notFound, unprocessable } from '../../errors.js';
 import { decodeIdCursor, pageOf } from '../../id-cursor.js';
 import { INTEGER_ID_MAX, toIso } from '../../schemas.js';
+import type { ArticleRef } from '../articles/write.js';
+import { shownTo } from '../comments/queries.js';
 import { recordDecision } from '../moderation/records.js';
 import { mayActOn } from '../moderation/roles.js';
 import { followedByViewer, presentTo, toProfile } from '../profiles/queries.js';
@@ -29,18 +31,18 @@ export const APPEAL_KEY_PREFIX = 'decision:';
 export const appealKey = (decisionId: number) => `${APPEAL_KEY_PREFIX}${decisionId}`;
 
 /**
- * A comment on the article as the viewer may see it: not hidden (but to its author) and not by an account leaving.
- * The article's own visibility is the caller's (existingArticleRef).
+ * A comment on the article as its comment list shows it to the viewer: not by an account leaving, and hidden ones only
+ * to those who see them there. The article's own visibility is the caller's (existingArticleRef).
  */
-export function findVisibleComment(db: Executor, articleId: number, commentId: number, viewerId: number) {
+export function findVisibleComment(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>, commentId: number, viewerId: number) {
   return db
     .selectFrom('comments')
     .innerJoin('users', 'users.id', 'comments.author_id')
     .select(['comments.id', 'comments.author_id'])
     .where('comments.id', '=', commentId)
-    .where('comments.article_id', '=', articleId)
+    .where('comments.article_id', '=', article.id)
     .where((eb) => presentTo(eb, viewerId))
-    .where((eb) => eb.or([eb('comments.hidden_reason', 'is', null), eb('comments.author_id', '=', viewerId)]))
+    .where((eb) => shownTo(eb, article, viewerId))
     .executeTakeFirst();
 }
 

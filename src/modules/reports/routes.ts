@@ -106,7 +106,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const viewer = signedIn(request).account.id;
       const article = await existingArticleRef(request.db, request.params.slug, viewer);
-      const comment = await findVisibleComment(request.db, article.id, request.params.id, viewer);
+      const comment = await findVisibleComment(request.db, article, request.params.id, viewer);
       if (comment === undefined) throw notFound('comment');
       const target = { type: 'comment', subjectId: comment.author_id, articleId: null, commentId: comment.id } as const;
       return file(request, reply, target, request.body.report);
