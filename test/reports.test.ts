@@ -2,8 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { expect, it } from 'vitest';
 import type { Role } from '../src/db/schema.js';
-import { inTransaction } from '../src/db/transaction.js';
-import { recordDecision } from '../src/modules/moderation/records.js';
 import { REPORT_LIMITS } from '../src/modules/reports/limits.js';
 import type { QueueEntry } from '../src/modules/reports/schemas.js';
 import { describeEachDatabase } from './support/app.js';
@@ -50,18 +48,17 @@ describeEachDatabase(
       return entries;
     }
 
-    /** A hide as the moderation routes record it, which this module does not make: a decision about the author. */
-    async function hideDecision(moderator: TestUser, author: TestUser, slug: string): Promise<number> {
-      const [actorId, subjectId] = await Promise.all([userIdOf(app(), moderator), userIdOf(app(), author)]);
-      const { id: articleId } = await db().selectFrom('articles').select('id').where('slug', '=', slug).executeTakeFirstOrThrow();
-      return inTransaction(db(), (trx) =>
-        recordDecision(
-          trx,
-          { subjectId, actorId, action: 'article.hidden', articleId, reason: 'Off topic' },
-          { targetType: 'article', targetId: articleId },
-          Date.now(),
-        ),
-      );
+    /** Hides or unhides the author's article through the moderation routes: the decision about the author it made. */
+    async function moderate(moderator: TestUser, author: TestUser, slug: string, verb: 'hide' | 'unhide' = 'hide'): Promise<number> {
+      const body = { moderation: { reason: 'Off topic' } };
+      const response = await call(app(), 'POST', `/api/moderation/articles/${slug}/${verb}`, { token: moderator.token, body });
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      const { id } = await db()
+        .selectFrom('moderation_decisions')
+        .select((eb) => eb.fn.max('id').as('id'))
+        .where('subject_id', '=', await userIdOf(app(), author))
+        .executeTakeFirstOrThrow();
+      return id;
     }
 
     it('files a report on an article, a comment and a profile: 201, then 200 with the same report while it is open', async () => {
@@ -300,7 +297,7 @@ describeEachDatabase(
       }
       await decide(moderator.token, filed[0].id, 'resolve', 'Hidden');
       await decide(moderator.token, filed[2].id, 'dismiss');
-      const decision = await hideDecision(moderator, reported, article.slug);
+      const decision = await moderate(moderator, reported, article.slug);
       expect((await appeal(reported, decision)).status).toBe(201);
 
       const reportedId = await userIdOf(app(), reported);
@@ -339,7 +336,7 @@ describeEachDatabase(
       const author = await registerUser(app(), 'appellant');
       const stranger = await registerUser(app(), 'stranger');
       const article = await createArticle(app(), author.token);
-      const decision = await hideDecision(moderator, author, article.slug);
+      const decision = await moderate(moderator, author, article.slug);
       await db()
         .updateTable('users')
         .set({ suspended_at: Date.now(), suspension_reason: 'Cooling off' })
@@ -398,7 +395,7 @@ describeEachDatabase(
       expect(auditOfDecision).toEqual([{ action: 'report.dismissed', reason: 'The hide stands' }]);
 
       // Two appeals at once: one is made.
-      const other = await hideDecision(moderator, author, article.slug);
+      const other = await moderate(moderator, author, article.slug, 'unhide');
       const atOnce = await Promise.all([appeal(author, other), appeal(author, other)]);
       expect(atOnce.map((response) => response.status).sort()).toEqual([201, 409]);
     });
@@ -408,7 +405,7 @@ describeEachDatabase(
       const author = await registerUser(app(), 'author');
       const article = await createArticle(app(), author.token);
       const made: number[] = [];
-      for (let i = 0; i < 5; i++) made.push(await hideDecision(moderator, author, article.slug));
+      for (let i = 0; i < 5; i++) made.push(await moderate(moderator, author, article.slug, i % 2 === 0 ? 'hide' : 'unhide'));
       const seen: number[] = [];
       let cursor: string | null = null;
       do {
