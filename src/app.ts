@@ -16,6 +16,7 @@ import { feedsRoutes } from './modules/feeds/routes.js';
 import { moderationRoutes } from './modules/moderation/routes.js';
 import { notificationsRoutes } from './modules/notifications/routes.js';
 import { profilesRoutes } from './modules/profiles/routes.js';
+import { reportsRoutes } from './modules/reports/routes.js';
 import { revisionsRoutes } from './modules/revisions/routes.js';
 import { tagsRoutes } from './modules/tags/routes.js';
 import { installAuth } from './modules/users/auth.js';
@@ -165,6 +166,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(webhooksRoutes);
       await api.register(eventsRoutes);
       await api.register(moderationRoutes);
+      await api.register(reportsRoutes);
     },
     { prefix: '/api' },
   );

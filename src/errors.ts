@@ -17,7 +17,7 @@ export class HttpError extends Error {
 }
 
 export type TokenProblem = 'is missing' | 'is invalid' | 'has expired';
-export type Resource = 'article' | 'profile' | 'comment' | 'webhook' | 'event' | 'tag' | 'revision' | 'deletion';
+export type Resource = 'article' | 'profile' | 'comment' | 'webhook' | 'event' | 'tag' | 'revision' | 'deletion' | 'report' | 'decision';
 
 export const unauthorized = (problem: TokenProblem) => new HttpError(401, { token: [problem] });
 export const invalidCredentials = () => new HttpError(401, { credentials: ['invalid'] });

@@ -16,13 +16,14 @@ export function pageOf<Row extends { id: number }>(rows: Row[], limit: number): 
 }
 
 /**
- * The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. The rows paged this way
- * (notifications, revisions, webhook deliveries) have BIGINT ids on PostgreSQL, so any safe integer is one it compares.
+ * The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. Most rows paged this way
+ * (notifications, revisions, webhook deliveries) have BIGINT ids on PostgreSQL, so any safe integer is one it compares;
+ * tables with `integer` ids pass their `max`, past which PostgreSQL would fail the statement instead of finding nothing.
  */
-export function decodeIdCursor(cursor: string): number {
+export function decodeIdCursor(cursor: string, max = Number.MAX_SAFE_INTEGER): number {
   const id = Number(Buffer.from(cursor, 'base64url').toString());
   // Node's decoder skips what is not base64url and Number() reads "1e3" or " 7": only a cursor that encodes back to
   // itself is one this server made.
-  if (!Number.isSafeInteger(id) || id < 1 || encodeIdCursor(id) !== cursor) throw unprocessable('cursor', 'is invalid');
+  if (!Number.isSafeInteger(id) || id < 1 || id > max || encodeIdCursor(id) !== cursor) throw unprocessable('cursor', 'is invalid');
   return id;
 }

@@ -268,6 +268,14 @@ const ERROR_STATUSES: Record<string, number[]> = {
   ),
   'PUT /moderation/users/{username}': [...SIGNED_IN_WRITE, 404],
   'GET /moderation/audit-log': [...ANY, 401, 403, 422],
+  'POST /articles/{slug}/report': [...SIGNED_IN_WRITE, 404, 409],
+  'POST /articles/{slug}/comments/{id}/report': [...SIGNED_IN_WRITE, 404, 409],
+  'POST /profiles/{username}/report': [...SIGNED_IN_WRITE, 404, 409],
+  'GET /moderation/reports': [...ANY, 401, 403, 422],
+  'POST /moderation/reports/{id}/resolve': [...SIGNED_IN_WRITE, 404, 409],
+  'POST /moderation/reports/{id}/dismiss': [...SIGNED_IN_WRITE, 404, 409],
+  'GET /user/moderation': [...ANY, 401, 422],
+  'POST /user/moderation/{id}/appeal': [...SIGNED_IN_WRITE, 404, 409],
   'GET /': ANY,
   ...Object.fromEntries(
     ['rss', 'atom', 'json'].flatMap((format) => [

@@ -1,4 +1,6 @@
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { moderationState, toIso } from '../../schemas.js';
@@ -24,20 +26,29 @@ const commentsWithAuthors = (db: Executor) =>
     ]);
 
 /**
+ * Whether the viewer sees the comment, hidden ones (modules/moderation) showing only to their author and the
+ * article's, who may unhide what they hid.
+ */
+export function shownTo(
+  eb: ExpressionBuilder<Database, 'comments'>,
+  article: Pick<ArticleRef, 'author_id'>,
+  viewerId: number | null,
+): Expression<SqlBool> {
+  if (viewerId === article.author_id) return eb.lit(true).$castTo<SqlBool>();
+  return eb.or([eb('comments.hidden_reason', 'is', null), ...(viewerId === null ? [] : [eb('comments.author_id', '=', viewerId)])]);
+}
+
+/**
  * All comments of an article with their authors, oldest first, in one query; those of leaving accounts left out,
- * those of the authors the viewer screens (profiles/blocks.ts) when `screener` screens anyone, and hidden ones
- * (modules/moderation) but for their author and the article's, who may unhide what they hid.
+ * those of the authors the viewer screens (profiles/blocks.ts) when `screener` screens anyone, and hidden ones but
+ * for whom `shownTo` shows them.
  */
 async function listComments(db: Executor, article: Pick<ArticleRef, 'id' | 'author_id'>, viewerId: number | null, screener: number | null) {
   const rows = await commentsWithAuthors(db)
     .select((eb) => followedByViewer(eb, viewerId).as('following'))
     .where('comments.article_id', '=', article.id)
     .where((eb) => presentTo(eb, viewerId))
-    .$if(viewerId !== article.author_id, (query) =>
-      query.where((eb) =>
-        eb.or([eb('comments.hidden_reason', 'is', null), ...(viewerId === null ? [] : [eb('comments.author_id', '=', viewerId)])]),
-      ),
-    )
+    .where((eb) => shownTo(eb, article, viewerId))
     .$if(screener !== null, (query) => query.where('comments.author_id', 'not in', screenedAuthors(db, screener!)))
     .orderBy('comments.created_at')
     .orderBy('comments.id')

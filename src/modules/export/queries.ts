@@ -6,6 +6,8 @@ import { toIso } from '../../schemas.js';
 import { toSummary, withArticleView } from '../articles/view.js';
 import { visibleTo } from '../articles/visibility.js';
 import { notificationsBefore } from '../notifications/queries.js';
+import { decisionRows, toDecision } from '../reports/decisions.js';
+import { reportRows, toFiledReport } from '../reports/queries.js';
 import { revisionsWithBody, toRevision } from '../revisions/queries.js';
 import { listEndpoints } from '../webhooks/queries.js';
 
@@ -195,8 +197,34 @@ export async function* webhooksOf(db: Executor, userId: number) {
   yield (await listEndpoints(db, userId)).webhooks;
 }
 
-/** Reports the user made. Moderation comes later: this is the one place its reports join the export. */
-export async function* reportsBy(_db: Executor, _userId: number): AsyncGenerator<object[]> {}
+/**
+ * The reports and appeals the user filed, oldest first: theirs to take. Reports about the user are not theirs, and
+ * would name who filed them.
+ */
+export const reportsBy = (db: Executor, userId: number) =>
+  inBatches(
+    BATCH,
+    (after) =>
+      reportRows(db, userId)
+        .where('reports.reporter_id', '=', userId)
+        .$if(after !== undefined, (query) => query.where('reports.id', '>', after!))
+        .orderBy('reports.id')
+        .limit(sql.lit(BATCH))
+        .execute(),
+    (row) => row.id,
+    toFiledReport,
+  );
 
-/** Moderation decisions about the user. Moderation comes later: this is the one place they join the export. */
-export async function* moderationOf(_db: Executor, _userId: number): AsyncGenerator<object[]> {}
+/** The decisions about the user, oldest first, as GET /user/moderation shows them: none names a reporter. */
+export const moderationOf = (db: Executor, userId: number) =>
+  inBatches(
+    BATCH,
+    (after) =>
+      decisionRows(db, userId)
+        .$if(after !== undefined, (query) => query.where('decision.id', '>', after!))
+        .orderBy('decision.id')
+        .limit(sql.lit(BATCH))
+        .execute(),
+    (row) => row.id,
+    toDecision,
+  );

@@ -2,6 +2,7 @@ import { type TSchema, type TSchemaOptions, Type } from 'typebox';
 import { NullableString, Timestamp } from '../../schemas.js';
 import { Article } from '../articles/schemas.js';
 import { Notification } from '../notifications/schemas.js';
+import { Decision, FiledReport } from '../reports/schemas.js';
 import { Webhook } from '../webhooks/schemas.js';
 
 export const EXPORT_VERSION = 1;
@@ -27,9 +28,6 @@ const Revision = Type.Object({
 });
 
 const Relation = Type.Object({ username: Type.String(), since: Timestamp });
-
-/** Sections whose features are still to come: always empty arrays until then, so that readers can rely on the key. */
-const Pending = (description: string) => Type.Array(Type.Object({}, { additionalProperties: true }), { description });
 
 export const ExportResponse = Type.Object({
   export: Type.Object({
@@ -58,8 +56,8 @@ export const ExportResponse = Type.Object({
     followers: Type.Array(Relation, { description: 'Who follows you, since when' }),
     notifications: Type.Array(Notification, { description: 'Newest first, as GET /notifications shows them' }),
     webhooks: Type.Array(Webhook, { description: 'Your endpoints; never their secrets' }),
-    reports: Pending('Reports you made'),
-    moderation: Pending('Moderation decisions about you'),
+    reports: Type.Array(FiledReport, { description: 'The reports and appeals you filed, oldest first' }),
+    moderation: Type.Array(Decision, { description: 'The moderation decisions about you, oldest first' }),
   }),
 });
 
