@@ -59,13 +59,15 @@ const DEPARTURES: ReadonlySet<EventType> = new Set(['article.unpublished', 'arti
  * The next events after `after`, at most `limit`, in commit order, for the live streams. An event is public as read
  * now, not only as written: one about an article that is not public now (unpublished, hidden, deleted since) is
  * public no longer, so that a stream resuming from long ago does not show an article that anyone else now gets 404
- * on (visibility.ts), the departures excepted.
+ * on (visibility.ts), the departures excepted; nor a comment hidden since.
  */
 export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
   const now = Date.now();
-  const events = selectEvents(db).select((eb) =>
+  const events = selectEvents(db).select((eb) => [
     eb.selectFrom('articles').select('articles.listed_at').whereRef('articles.id', '=', 'events.article_id').as('listed_at'),
-  );
+    // A comment hidden since (modules/moderation) is public no longer either: its creation would show its body.
+    eb.selectFrom('comments').select('comments.hidden_reason').whereRef('comments.id', '=', 'events.comment_id').as('comment_hidden'),
+  ]);
   const query =
     dialectOf(db) === 'postgres'
       ? events
@@ -76,7 +78,7 @@ export async function readEventsAfter(db: Executor, after: StreamPosition, limit
   return (await query.limit(limit).execute()).map((row) => {
     const stored = toStored(row);
     const articleShown = row.article_id === null || DEPARTURES.has(stored.type) || (row.listed_at !== null && row.listed_at <= now);
-    return { ...stored, public: stored.public && articleShown };
+    return { ...stored, public: stored.public && articleShown && row.comment_hidden === null };
   });
 }
 
