@@ -4,6 +4,7 @@ import { expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
 import { call, registerUser, type TestUser, unique, userIdOf } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
+import { injectedText } from './support/sse.js';
 
 type State = 'draft' | 'scheduled' | 'published' | 'unpublished';
 const STATES: State[] = ['draft', 'scheduled', 'published', 'unpublished'];
@@ -633,28 +634,12 @@ describeEachDatabase(
     }, 90_000);
 
     /** The answer's status and text; a stream (the live events) is read for a moment, its replay of the past included. */
-    async function answerText(url: string, token: string | undefined, operation: any) {
-      const headers = token ? { authorization: `Token ${token}` } : {};
-      if (operation.responses?.['200']?.content?.['text/event-stream'] === undefined) {
-        const response = await app().inject({ method: 'GET', url, headers });
-        return { status: response.statusCode, body: response.body };
-      }
-      const response = await app().inject({ method: 'GET', url, headers, payloadAsStream: true });
-      const stream = response.stream();
-      let body = '';
-      let lastChunk = Date.now();
-      stream.on('data', (chunk: Buffer) => {
-        body += chunk.toString();
-        lastChunk = Date.now();
+    const answerText = (url: string, token: string | undefined, operation: any) =>
+      injectedText(app(), url, {
+        headers: token ? { authorization: `Token ${token}` } : {},
+        stream: operation.responses?.['200']?.content?.['text/event-stream'] !== undefined,
+        replaying: url.includes('lastEventId'),
       });
-      // Until the replay has come and gone quiet. On PostgreSQL the stream holds back events newer than the oldest
-      // transaction still open anywhere on the server (other databases' too), so there it may take a while.
-      const started = Date.now();
-      const replaying = url.includes('lastEventId');
-      while (Date.now() - started < (replaying ? 3000 : 300) && !(body.includes('\nid: ') && Date.now() - lastChunk > 250)) await sleep(50);
-      stream.destroy();
-      return { status: response.statusCode, body };
-    }
   },
   // The live streams this test opens stay open (each for a moment of reading) until the app closes.
   { ...SETTINGS, EVENT_STREAMS_PER_CLIENT: '0' },
