@@ -4,6 +4,8 @@ import { expect, it } from 'vitest';
 import { describeEachDatabase } from './support/app.js';
 import { call, registerUser, type TestUser, unique, userIdOf } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
+import { grantRole, moderate } from './support/moderation.js';
+import { injectedText } from './support/sse.js';
 
 type State = 'draft' | 'scheduled' | 'published' | 'unpublished';
 const STATES: State[] = ['draft', 'scheduled', 'published', 'unpublished'];
@@ -38,8 +40,11 @@ interface ModelArticle {
   publishedAt: string | null;
   tags: number[];
   favoritedBy: Set<number>;
-  comments: number[];
+  /** By whom, and whether a moderator hid it: then only its author and the article's see it. */
+  comments: Array<{ id: number; author: number; hidden: boolean }>;
   deleted: boolean;
+  /** The reason of a moderator's hide while hidden (then not public, like a draft, but its author sees it); else null. */
+  hiddenReason: string | null;
 }
 
 type Seen = 'yes' | 'no' | 'maybe';
@@ -49,7 +54,7 @@ type Seen = 'yes' | 'no' | 'maybe';
  * from publishAt on). A scheduled article whose time falls inside that interval may go either way.
  */
 function seenBetween(article: ModelArticle, t0: number, t1: number): Seen {
-  if (article.deleted) return 'no';
+  if (article.deleted || article.hiddenReason !== null) return 'no';
   if (article.status === 'published') return 'yes';
   if (article.status !== 'scheduled') return 'no';
   if (article.publishAt! <= t0) return 'yes';
@@ -64,7 +69,10 @@ type Step =
   | { kind: 'comment'; article: number; user: number }
   | { kind: 'follow'; follower: number; followed: number; on: boolean }
   | { kind: 'delete'; article: number; actor: number }
-  | { kind: 'wait'; ms: number };
+  | { kind: 'wait'; ms: number }
+  | { kind: 'hide'; article: number; on: boolean }
+  | { kind: 'hideComment'; article: number; comment: number; on: boolean }
+  | { kind: 'suspend'; user: number; on: boolean };
 
 const user = fc.nat(USERS - 1);
 const tagSet = fc.subarray([0, 1, 2]);
@@ -101,7 +109,13 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('follow' as const), follower: user, followed: user, on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), article, actor }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 100, max: 600 }) }) },
+  // Moderation, by a moderator of the run's own: as many steps as before, some of them moderators' now.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('hide' as const), article, on: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('hideComment' as const), article, comment: fc.nat(10), on: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('suspend' as const), user, on: fc.boolean() }) },
 );
+
+const SUSPENDED = { errors: { account: ['suspended'] } };
 
 describeEachDatabase(
   'who sees what, under random sequences of writes',
@@ -131,6 +145,9 @@ describeEachDatabase(
 
     interface Run {
       users: TestUser[];
+      moderator: TestUser;
+      /** The users suspended now: every write of theirs is refused (403) and changes nothing. */
+      suspended: Set<number>;
       userIds: number[];
       tags: string[];
       usedTags: Set<number>;
@@ -141,12 +158,22 @@ describeEachDatabase(
       created: number;
     }
 
+    let sharedModerator: TestUser | undefined;
+
     async function newRun(): Promise<Run> {
       const users: TestUser[] = [];
       for (let i = 0; i < USERS; i++) users.push(await registerUser(app(), `v${i}`));
       const tagPrefix = unique('t');
+      // One moderator for every run: a registration (its password hash) per run would add up.
+      if (sharedModerator === undefined) {
+        sharedModerator = await registerUser(app(), 'vmod');
+        await grantRole(app(), sharedModerator, 'moderator');
+      }
+      const moderator = sharedModerator;
       return {
         users,
+        moderator,
+        suspended: new Set(),
         userIds: await Promise.all(users.map((u) => userIdOf(app(), u))),
         tags: Array.from({ length: TAGS }, (_, i) => `${tagPrefix}${i}`),
         usedTags: new Set(),
@@ -160,6 +187,9 @@ describeEachDatabase(
 
     /** Every article of the run goes, so that the next run's global lists, counts and tags start empty. */
     async function cleanUp(model: Run) {
+      for (const user of model.suspended) {
+        expect((await moderate(app(), model.moderator.token, `users/${model.users[user]!.username}`, 'unsuspend', null)).status).toBe(200);
+      }
       for (const article of model.articles.filter((a) => !a.deleted)) {
         await call(app(), 'DELETE', `/api/articles/${article.slug}`, { token: model.users[article.author]!.token });
       }
@@ -198,7 +228,15 @@ describeEachDatabase(
     }
 
     /** The status code a write by `actor` on `article` gets when its author would be allowed (visibility, then ownership). */
-    const notAuthorsWrite = (article: ModelArticle) => (article.deleted || article.status !== 'published' ? 404 : 403);
+    const notAuthorsWrite = (article: ModelArticle) =>
+      article.deleted || article.hiddenReason !== null || article.status !== 'published' ? 404 : 403;
+
+    /** Whether `user` is suspended, and then that the write was refused as such (and the caller changes nothing). */
+    function refusedAsSuspended(model: Run, user: number, response: { status: number; body: unknown }) {
+      if (!model.suspended.has(user)) return false;
+      expect([response.status, response.body], context(model, `a write by suspended ${user}`)).toEqual([403, SUSPENDED]);
+      return true;
+    }
 
     async function apply(model: Run, next: Step) {
       const pick = (index: number) => model.articles[index % model.articles.length];
@@ -228,6 +266,7 @@ describeEachDatabase(
               },
             },
           });
+          if (refusedAsSuspended(model, next.user, response)) return;
           expect(response.status, context(model, JSON.stringify(response.body))).toBe(201);
           const expected = { none: 'published', published: 'published', draft: 'draft', soon: 'scheduled', far: 'scheduled' }[next.start];
           expect(response.body.article.status).toBe(expected);
@@ -243,6 +282,7 @@ describeEachDatabase(
             favoritedBy: new Set(),
             comments: [],
             deleted: false,
+            hiddenReason: null,
           };
           takeAnswer(created, response.body.article);
           for (const tag of next.tags) model.usedTags.add(tag);
@@ -261,6 +301,7 @@ describeEachDatabase(
             token: model.users[by]!.token,
             body: { article: changes },
           });
+          if (refusedAsSuspended(model, by, response)) return;
           const expected = by === target.author && !target.deleted ? 200 : notAuthorsWrite(target);
           expect(response.status, context(model, JSON.stringify(response.body))).toBe(expected);
           if (expected !== 200) return;
@@ -284,6 +325,7 @@ describeEachDatabase(
             body: { article: changes },
           });
           const why = context(model, `${from} -> ${next.to}: ${JSON.stringify(response.body)}`);
+          if (refusedAsSuspended(model, by, response)) return;
           if (by !== target.author || target.deleted) {
             expect(response.status, why).toBe(notAuthorsWrite(target));
             return;
@@ -307,20 +349,22 @@ describeEachDatabase(
           const target = pick(next.article);
           if (target === undefined) return;
           await settle(target);
-          const allowed = !target.deleted && (next.user === target.author || target.status === 'published');
+          const allowed =
+            !target.deleted && (next.user === target.author || (target.status === 'published' && target.hiddenReason === null));
           const token = model.users[next.user]!.token;
           const response =
             next.kind === 'comment'
               ? await call(app(), 'POST', `/api/articles/${target.slug}/comments`, { token, body: { comment: { body: 'A comment' } } })
               : await call(app(), next.on ? 'POST' : 'DELETE', `/api/articles/${target.slug}/favorite`, { token });
           const why = context(model, JSON.stringify(response.body));
+          if (refusedAsSuspended(model, next.user, response)) return;
           if (!allowed) {
             expect(response.status, why).toBe(404);
             return;
           }
           if (next.kind === 'comment') {
             expect(response.status, why).toBe(201);
-            target.comments.push(response.body.comment.id);
+            target.comments.push({ id: response.body.comment.id, author: next.user, hidden: false });
             return;
           }
           expect(response.status, why).toBe(200);
@@ -334,6 +378,7 @@ describeEachDatabase(
           const response = await call(app(), next.on ? 'POST' : 'DELETE', `/api/profiles/${model.users[next.followed]!.username}/follow`, {
             token: model.users[next.follower]!.token,
           });
+          if (refusedAsSuspended(model, next.follower, response)) return;
           expect(response.status).toBe(200);
           if (next.on) model.follows.add(`${next.follower}>${next.followed}`);
           else model.follows.delete(`${next.follower}>${next.followed}`);
@@ -345,6 +390,7 @@ describeEachDatabase(
           await settle(target);
           const by = actorFor(target, next.actor);
           const response = await call(app(), 'DELETE', `/api/articles/${target.slug}`, { token: model.users[by]!.token });
+          if (refusedAsSuspended(model, by, response)) return;
           const expected = by === target.author && !target.deleted ? 204 : notAuthorsWrite(target);
           expect(response.status, context(model, JSON.stringify(response.body))).toBe(expected);
           if (expected === 204) target.deleted = true;
@@ -352,13 +398,62 @@ describeEachDatabase(
         }
         case 'wait':
           await sleep(next.ms);
+          return;
+        case 'hide': {
+          const target = pick(next.article);
+          if (target === undefined) return;
+          const reason = `Hidden at step ${model.log.length}`;
+          const response = await moderate(
+            app(),
+            model.moderator.token,
+            `articles/${target.slug}`,
+            next.on ? 'hide' : 'unhide',
+            next.on ? reason : null,
+          );
+          expect(response.status, context(model, JSON.stringify(response.body))).toBe(target.deleted ? 404 : 200);
+          // Hiding what is hidden keeps the first reason.
+          if (!target.deleted) target.hiddenReason = next.on ? (target.hiddenReason ?? reason) : null;
+          return;
+        }
+        case 'hideComment': {
+          const target = pick(next.article);
+          const comment = target?.comments[next.comment % target.comments.length];
+          if (target === undefined || comment === undefined) return;
+          const response = await moderate(
+            app(),
+            model.moderator.token,
+            `comments/${comment.id}`,
+            next.on ? 'hide' : 'unhide',
+            next.on ? 'Rude' : null,
+          );
+          // A deleted article's comments went with it.
+          expect(response.status, context(model, JSON.stringify(response.body))).toBe(target.deleted ? 404 : 200);
+          comment.hidden = next.on;
+          return;
+        }
+        case 'suspend': {
+          const response = await moderate(
+            app(),
+            model.moderator.token,
+            `users/${model.users[next.user]!.username}`,
+            next.on ? 'suspend' : 'unsuspend',
+            next.on ? 'Cooling off' : null,
+          );
+          expect(response.status, context(model, JSON.stringify(response.body))).toBe(200);
+          if (next.on) model.suspended.add(next.user);
+          else model.suspended.delete(next.user);
+        }
       }
     }
 
     async function checkEverything(model: Run, stepIndex: number) {
       // What the scheduler has recorded as of now: the kept counts follow that, not the read rule.
-      const stored = await app().db.selectFrom('articles').select(['slug', 'status']).where('author_id', 'in', model.userIds).execute();
-      const recorded = new Set(stored.filter((row) => row.status === 'published').map((row) => row.slug));
+      const stored = await app()
+        .db.selectFrom('articles')
+        .select(['slug', 'status', 'withheld'])
+        .where('author_id', 'in', model.userIds)
+        .execute();
+      const recorded = new Set(stored.filter((row) => row.status === 'published' && row.withheld === 0).map((row) => row.slug));
       const signedIn = stepIndex % USERS;
       for (const article of model.articles) await checkArticle(model, article);
       await checkNonPublicWrites(model);
@@ -417,10 +512,15 @@ describeEachDatabase(
           favoritesCount: article.favoritedBy.size,
           author: { username: model.users[article.author]!.username, following: follows(model, viewer, article.author) },
         });
+        // A hidden comment shows to its author and the article's, with why; to nobody else.
+        const shownComments = article.comments.filter((c) => !c.hidden || viewer === article.author || viewer === c.author);
         expect(
-          comments.body.comments.map((c: { id: number }) => c.id),
+          comments.body.comments.map((c: { id: number; moderation?: unknown }) => [c.id, c.moderation ?? null]),
           why,
-        ).toEqual(article.comments);
+        ).toEqual(shownComments.map((c) => [c.id, c.hidden ? { hidden: true, reason: 'Rude' } : null]));
+        expect(answer.moderation ?? null, why).toEqual(
+          article.hiddenReason === null ? null : { hidden: true, reason: article.hiddenReason },
+        );
         if (article.status === 'scheduled' && article.publishAt! <= t1) {
           // Due, or falling due during the request: scheduled before, published (at publishAt) after.
           if (answer.status === 'published') {
@@ -442,16 +542,23 @@ describeEachDatabase(
     async function checkNonPublicWrites(model: Run) {
       const hidden = model.articles.filter(
         (a) =>
-          a.deleted || a.status === 'draft' || a.status === 'unpublished' || (a.status === 'scheduled' && a.publishAt! > Date.now() + 1000),
+          a.deleted ||
+          a.hiddenReason !== null ||
+          a.status === 'draft' ||
+          a.status === 'unpublished' ||
+          (a.status === 'scheduled' && a.publishAt! > Date.now() + 1000),
       );
       for (const article of hidden) {
-        const stranger = model.users[(article.author + 1) % USERS]!.token;
+        const strangerIndex = (article.author + 1) % USERS;
+        const stranger = model.users[strangerIndex]!.token;
         const favorite = await call(app(), 'POST', `/api/articles/${article.slug}/favorite`, { token: stranger });
         const comment = await call(app(), 'POST', `/api/articles/${article.slug}/comments`, {
           token: stranger,
           body: { comment: { body: 'Sneaky' } },
         });
-        expect([favorite.status, comment.status], context(model, article.slug)).toEqual([404, 404]);
+        // A suspended stranger is refused before the article is even looked up.
+        const refusal = model.suspended.has(strangerIndex) ? 403 : 404;
+        expect([favorite.status, comment.status], context(model, article.slug)).toEqual([refusal, refusal]);
       }
     }
 
@@ -487,7 +594,9 @@ describeEachDatabase(
       // between the recorded matches and those public by the end of the request.
       const live = candidates.filter((a) => !a.deleted);
       const least = live.filter((a) => recorded.has(a.slug)).length;
-      const most = live.filter((a) => a.status === 'published' || (a.status === 'scheduled' && a.publishAt! <= t1)).length;
+      const most = live.filter(
+        (a) => a.hiddenReason === null && (a.status === 'published' || (a.status === 'scheduled' && a.publishAt! <= t1)),
+      ).length;
       expect(response.body.articlesCount, `articlesCount of ${why}`).toBeGreaterThanOrEqual(least);
       expect(response.body.articlesCount, `articlesCount of ${why}`).toBeLessThanOrEqual(most);
     }
@@ -633,28 +742,12 @@ describeEachDatabase(
     }, 90_000);
 
     /** The answer's status and text; a stream (the live events) is read for a moment, its replay of the past included. */
-    async function answerText(url: string, token: string | undefined, operation: any) {
-      const headers = token ? { authorization: `Token ${token}` } : {};
-      if (operation.responses?.['200']?.content?.['text/event-stream'] === undefined) {
-        const response = await app().inject({ method: 'GET', url, headers });
-        return { status: response.statusCode, body: response.body };
-      }
-      const response = await app().inject({ method: 'GET', url, headers, payloadAsStream: true });
-      const stream = response.stream();
-      let body = '';
-      let lastChunk = Date.now();
-      stream.on('data', (chunk: Buffer) => {
-        body += chunk.toString();
-        lastChunk = Date.now();
+    const answerText = (url: string, token: string | undefined, operation: any) =>
+      injectedText(app(), url, {
+        headers: token ? { authorization: `Token ${token}` } : {},
+        stream: operation.responses?.['200']?.content?.['text/event-stream'] !== undefined,
+        replaying: url.includes('lastEventId'),
       });
-      // Until the replay has come and gone quiet. On PostgreSQL the stream holds back events newer than the oldest
-      // transaction still open anywhere on the server (other databases' too), so there it may take a while.
-      const started = Date.now();
-      const replaying = url.includes('lastEventId');
-      while (Date.now() - started < (replaying ? 3000 : 300) && !(body.includes('\nid: ') && Date.now() - lastChunk > 250)) await sleep(50);
-      stream.destroy();
-      return { status: response.statusCode, body };
-    }
   },
   // The live streams this test opens stay open (each for a moment of reading) until the app closes.
   { ...SETTINGS, EVENT_STREAMS_PER_CLIENT: '0' },

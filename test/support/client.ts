@@ -103,3 +103,8 @@ export async function addComment(app: FastifyInstance, token: string, slug: stri
 export async function userIdOf(app: FastifyInstance, user: Pick<TestUser, 'username'>): Promise<number> {
   return (await app.db.selectFrom('users').select('id').where('username', '=', user.username).executeTakeFirstOrThrow()).id;
 }
+
+/** The article's row id, which the API never shows (the audit log names targets by id). */
+export async function articleIdOf(app: FastifyInstance, slug: string): Promise<number> {
+  return Number((await app.db.selectFrom('articles').select('id').where('slug', '=', slug).executeTakeFirstOrThrow()).id);
+}

@@ -1,3 +1,5 @@
+import type { FastifyInstance } from 'fastify';
+
 /** One message of a Server-Sent Events stream; a comment line (`: ping`) is one with `comment` set and nothing else. */
 export interface SseMessage {
   event?: string;
@@ -92,4 +94,34 @@ async function read(response: Response, messages: SseMessage[], waiters: Set<() 
   } catch {
     // Closed by the test (abort) or by the server: the messages so far stay readable.
   }
+}
+
+/**
+ * An injected GET's status and text. A live stream (`stream`) is read for a moment: until something with an event id
+ * came and then nothing for 250 ms, or at most 300 ms (3 s with `replaying`, a resume from an event id: on PostgreSQL
+ * the stream holds back events newer than the oldest transaction open anywhere on the server, so a replay may wait).
+ */
+export async function injectedText(
+  app: FastifyInstance,
+  url: string,
+  { headers = {}, stream = false, replaying = false }: { headers?: Record<string, string>; stream?: boolean; replaying?: boolean } = {},
+): Promise<{ status: number; body: string }> {
+  if (!stream) {
+    const response = await app.inject({ method: 'GET', url, headers });
+    return { status: response.statusCode, body: response.body };
+  }
+  const response = await app.inject({ method: 'GET', url, headers, payloadAsStream: true });
+  const readable = response.stream();
+  let body = '';
+  let lastChunk = Date.now();
+  readable.on('data', (chunk: Buffer) => {
+    body += chunk.toString();
+    lastChunk = Date.now();
+  });
+  const started = Date.now();
+  while (Date.now() - started < (replaying ? 3000 : 300) && !(body.includes('\nid: ') && Date.now() - lastChunk > 250)) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  readable.destroy();
+  return { status: response.statusCode, body };
 }

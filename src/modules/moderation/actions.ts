@@ -144,7 +144,15 @@ export function setCommentModeration(
       .updateTable('comments')
       .set({ hidden_reason: change.hide ? change.reason : null, hidden_by: change.hide ? moderator.id : null })
       .where('id', '=', comment.id)
-      .where('hidden_reason', change.hide ? 'is' : 'is not', null)
+      .where((eb) =>
+        change.hide
+          ? // A moderator's hide takes over one by the article's author, who then may no longer undo it.
+            eb.or([
+              eb('hidden_reason', 'is', null),
+              ...(moderator.id === comment.article_author_id ? [] : [eb('hidden_by', '=', comment.article_author_id)]),
+            ])
+          : eb('hidden_reason', 'is not', null),
+      )
       .executeTakeFirst();
     if (changed.numUpdatedRows === 0n) return;
     await decideAndAnnounce(

@@ -122,13 +122,14 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request) => {
-        const moderator = moderatorOf(request);
-        const user = await findModeratedUser(request.db, request.params.username);
-        mayActOn(moderator, user);
+        // A rule on the request's shape: judged before the target is looked up and the roles weighed (422, 404, 403).
         const now = Date.now();
         const body = request.body as { moderation: { reason?: string; until?: string } } | undefined;
         const until = body?.moderation.until === undefined ? null : Date.parse(body.moderation.until);
         if (until !== null && !(until > now)) throw unprocessable('until', 'must be in the future');
+        const moderator = moderatorOf(request);
+        const user = await findModeratedUser(request.db, request.params.username);
+        mayActOn(moderator, user);
         await setSuspension(request.db, moderator, user, { suspend, reason: body?.moderation.reason ?? null, until }, now);
         return moderatedUser(await findModeratedUser(request.db, user.username));
       },
