@@ -5,6 +5,7 @@ import type { Executor } from '../../db/index.js';
 import { forbidden, notFound, unprocessable } from '../../errors.js';
 import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js';
 import { errorResponses, IfMatchHeaders } from '../../schemas.js';
+import { readsAsModerator } from '../moderation/roles.js';
 import { areSeparated, screenerId } from '../profiles/blocks.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { listArticles, listOwnArticles, type Page } from './list.js';
@@ -37,8 +38,9 @@ const articleView = async (
   where: { slug: string } | { id: number },
   viewer: number | null,
   screener: number | null = null,
+  moderator = false,
 ) => {
-  const answer = await getArticleAnswer(db, where, viewer, screener);
+  const answer = await getArticleAnswer(db, where, viewer, screener, moderator);
   if (answer === undefined) throw notFound('article');
   return answer;
 };
@@ -151,7 +153,8 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ArticleResponse, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => articleView(request.db, { slug: request.params.slug }, viewerId(request), screenerId(request)),
+    async (request) =>
+      articleView(request.db, { slug: request.params.slug }, viewerId(request), screenerId(request), readsAsModerator(request)),
   );
 
   app.put(

@@ -84,11 +84,12 @@ export async function getArticleAnswer(
   where: { slug: string } | { id: number },
   viewerId: number | null,
   screener: number | null = null,
+  moderator = false,
 ) {
   const now = Date.now();
   const base = db
     .selectFrom('articles')
-    .where((eb) => visibleTo(eb, viewerId, now))
+    .where((eb) => visibleTo(eb, viewerId, now, moderator))
     .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!)));
   const query = 'slug' in where ? base.where('articles.slug', '=', where.slug) : base.where('articles.id', '=', where.id);
   const row = await withArticleView(query, viewerId).select('articles.body').executeTakeFirst();

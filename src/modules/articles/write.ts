@@ -27,12 +27,12 @@ export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
  * for everyone but its author. With `screener` (profiles/blocks.ts), also when a block separates the viewer from its
  * author: for reads; a write across a block is refused by the write itself (403).
  */
-export function findArticleRef(db: Executor, slug: string, viewerId: number | null, screener: number | null = null) {
+export function findArticleRef(db: Executor, slug: string, viewerId: number | null, screener: number | null = null, moderator = false) {
   return db
     .selectFrom('articles')
     .select(['id', 'slug', 'author_id', 'title', 'status', 'publish_at', 'published_at', 'withheld', 'created_at', 'updated_at'])
     .where('slug', '=', slug)
-    .where((eb) => visibleTo(eb, viewerId))
+    .where((eb) => visibleTo(eb, viewerId, Date.now(), moderator))
     .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!)))
     .executeTakeFirst();
 }
@@ -44,8 +44,8 @@ export const isPublicNow = (article: Pick<ArticleRef, 'withheld'> & StoredState,
   article.withheld === 0 && isListed(currentState(article, now));
 
 /** The article's ref, or the contract's 404 when no article has that slug that this viewer may see. */
-export async function existingArticleRef(db: Executor, slug: string, viewerId: number | null) {
-  const article = await findArticleRef(db, slug, viewerId);
+export async function existingArticleRef(db: Executor, slug: string, viewerId: number | null, moderator = false) {
+  const article = await findArticleRef(db, slug, viewerId, null, moderator);
   if (article === undefined) throw notFound('article');
   return article;
 }

@@ -5,7 +5,8 @@ import { errorResponses } from '../../schemas.js';
 import { SlugParams } from '../articles/schemas.js';
 import { existingArticleRef } from '../articles/write.js';
 import { findModeratedComment, setCommentModeration } from '../moderation/actions.js';
-import { HideBody, UnhideBody } from '../moderation/schemas.js';
+import { readsAsModerator } from '../moderation/roles.js';
+import { bodyOptional, HideBody, UnhideBody } from '../moderation/schemas.js';
 import { screenerId } from '../profiles/blocks.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { addComment, commentAsAuthorSees, deleteComment, findComment, getCommentsAnswer } from './queries.js';
@@ -25,7 +26,13 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const answer = await getCommentsAnswer(request.db, request.params.slug, viewerId(request), screenerId(request));
+      const answer = await getCommentsAnswer(
+        request.db,
+        request.params.slug,
+        viewerId(request),
+        screenerId(request),
+        readsAsModerator(request),
+      );
       if (answer === undefined) throw notFound('article');
       return answer;
     },
@@ -64,6 +71,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/articles/:slug/comments/:id/${hide ? 'hide' : 'unhide'}`,
       {
         config: { auth: 'required' },
+        ...(!hide && { preValidation: bodyOptional }),
         schema: {
           tags: ['comments'],
           operationId: hide ? 'HideArticleComment' : 'UnhideArticleComment',
@@ -82,7 +90,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const comment = await findModeratedComment(request.db, request.params.id, article.id);
         if (article.author_id !== account.id || comment.author_id === account.id) throw forbidden('comment');
         if (!hide && comment.hidden_by !== null && comment.hidden_by !== account.id) throw forbidden('comment');
-        await setCommentModeration(request.db, account, comment, { hide, reason: request.body?.moderation.reason ?? null }, Date.now());
+        await setCommentModeration(request.db, account, comment, { hide, reason: request.body.moderation?.reason ?? null }, Date.now());
         return commentAsAuthorSees(request.db, comment.id);
       },
     );

@@ -21,6 +21,10 @@ export function mayActOn(actor: Pick<Account, 'role' | 'id'>, target: { id: numb
   if (actor.id === target.id || RANK[actor.role] <= RANK[target.role]) throw moderationForbidden();
 }
 
+/** Whether the signed-in caller moderates: they read every article and comment, hidden or not, by its address. */
+export const readsAsModerator = (request: FastifyRequest): boolean =>
+  request.currentUser !== null && RANK[request.currentUser.account.role] >= RANK.moderator;
+
 /**
  * When a suspension ends: undefined while the account is not suspended (never, lifted, or its end has passed, so it
  * lifts itself without a job), null while it lasts until lifted.

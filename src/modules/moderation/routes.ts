@@ -22,6 +22,7 @@ import { mayActOn, moderatorOf, suspendedUntil } from './roles.js';
 import {
   AuditLogQuery,
   AuditLogResponse,
+  bodyOptional,
   CommentIdParams,
   HideBody,
   ModeratedUserResponse,
@@ -60,6 +61,7 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/moderation/articles/:slug/${verb}`,
       {
         config: ROUTE,
+        ...(!hide && { preValidation: bodyOptional }),
         schema: {
           tags: ['moderation'],
           operationId: hide ? 'HideArticle' : 'UnhideArticle',
@@ -73,7 +75,7 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const moderator = moderatorOf(request);
         const article = await findModeratedArticle(request.db, request.params.slug);
         mayActOn(moderator, { id: article.author_id, role: article.author_role });
-        const reason = request.body?.moderation.reason ?? null;
+        const reason = request.body.moderation?.reason ?? null;
         await setArticleModeration(request.db, moderator, article, { hide, reason }, Date.now());
         // As its author sees it: with `moderation` while hidden.
         const answer = await getArticleAnswer(request.db, { id: article.id }, article.author_id);
@@ -86,6 +88,7 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/moderation/comments/:id/${verb}`,
       {
         config: ROUTE,
+        ...(!hide && { preValidation: bodyOptional }),
         schema: {
           tags: ['moderation'],
           operationId: hide ? 'HideComment' : 'UnhideComment',
@@ -99,7 +102,7 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const moderator = moderatorOf(request);
         const comment = await findModeratedComment(request.db, request.params.id);
         mayActOn(moderator, { id: comment.author_id, role: comment.author_role });
-        await setCommentModeration(request.db, moderator, comment, { hide, reason: request.body?.moderation.reason ?? null }, Date.now());
+        await setCommentModeration(request.db, moderator, comment, { hide, reason: request.body.moderation?.reason ?? null }, Date.now());
         return commentAsAuthorSees(request.db, comment.id);
       },
     );
@@ -110,6 +113,7 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/moderation/users/:username/${suspend ? 'suspend' : 'unsuspend'}`,
       {
         config: ROUTE,
+        ...(!suspend && { preValidation: bodyOptional }),
         schema: {
           tags: ['moderation'],
           operationId: suspend ? 'SuspendUser' : 'UnsuspendUser',
@@ -124,13 +128,14 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       async (request) => {
         // A rule on the request's shape: judged before the target is looked up and the roles weighed (422, 404, 403).
         const now = Date.now();
-        const body = request.body as { moderation: { reason?: string; until?: string } } | undefined;
-        const until = body?.moderation.until === undefined ? null : Date.parse(body.moderation.until);
+        // The suspend and unsuspend bodies (SuspendBody, UnhideBody) as one shape: unsuspend has no `until`.
+        const body = request.body as { moderation?: { reason?: string; until?: string } };
+        const until = body.moderation?.until === undefined ? null : Date.parse(body.moderation.until);
         if (until !== null && !(until > now)) throw unprocessable('until', 'must be in the future');
         const moderator = moderatorOf(request);
         const user = await findModeratedUser(request.db, request.params.username);
         mayActOn(moderator, user);
-        await setSuspension(request.db, moderator, user, { suspend, reason: body?.moderation.reason ?? null, until }, now);
+        await setSuspension(request.db, moderator, user, { suspend, reason: body.moderation?.reason ?? null, until }, now);
         return moderatedUser(await findModeratedUser(request.db, user.username));
       },
     );

@@ -11,9 +11,15 @@ export const HideBody = Wrapped(
   Type.Object({ reason: RequiredText(REASON_MAX, 'Told to the author, who reads it beside the hidden content') }),
 );
 
-export const UnhideBody = Type.Optional(
-  Wrapped('moderation', Type.Object({ reason: Type.Optional(RequiredText(REASON_MAX, 'Told to the author')) })),
-);
+/** Lifting a hide or a suspension needs no reason: the body, and everything in it, may be left out. */
+export const UnhideBody = Type.Object({
+  moderation: Type.Optional(Type.Object({ reason: Type.Optional(RequiredText(REASON_MAX, 'Told to the author')) })),
+});
+
+/** Lets a client send no body at all where every field of it is optional (UnhideBody): read as `{}`. */
+export const bodyOptional = async (request: { body: unknown }) => {
+  request.body ??= {};
+};
 
 export const SuspendBody = Wrapped(
   'moderation',

@@ -6,18 +6,20 @@ import { errorResponses, IfMatchHeaders } from '../../schemas.js';
 import { pageOf, tagEditedArticle, unchangedSinceRead } from '../articles/routes.js';
 import { ArticleResponse, SlugParams } from '../articles/schemas.js';
 import { existingArticleRef, updateArticle } from '../articles/write.js';
+import { readsAsModerator } from '../moderation/roles.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { getRevision, listRevisions } from './queries.js';
 import { RevisionListResponse, RevisionParams, RevisionResponse, RevisionsQuery } from './schemas.js';
 
 /**
- * The article when the caller wrote it. Its revisions exist for its author alone: anyone else, signed in or not and
- * even one who may read the article, gets the 404 of an article they cannot see, as the contract has it for whatever
- * is not public, so that no answer tells them which revisions there are.
+ * The article when the caller wrote it, or moderates (to read them). Its revisions exist for its author and the
+ * moderators alone: anyone else, signed in or not and even one who may read the article, gets the 404 of an article
+ * they cannot see, as the contract has it for whatever is not public, so that no answer tells them which revisions
+ * there are.
  */
-async function authorsArticle(db: Executor, slug: string, viewer: number | null) {
-  const article = await existingArticleRef(db, slug, viewer);
-  if (article.author_id !== viewer) throw notFound('article');
+async function authorsArticle(db: Executor, slug: string, viewer: number | null, moderator = false) {
+  const article = await existingArticleRef(db, slug, viewer, moderator);
+  if (article.author_id !== viewer && !moderator) throw notFound('article');
   return article;
 }
 
@@ -45,7 +47,7 @@ export const revisionsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { cursor, ...page } = pageOf(request.query);
       // A bad cursor is a bad request (422), judged before the article is looked for (404).
       const before = cursor === undefined ? undefined : decodeIdCursor(cursor);
-      const article = await authorsArticle(request.db, request.params.slug, viewerId(request));
+      const article = await authorsArticle(request.db, request.params.slug, viewerId(request), readsAsModerator(request));
       return listRevisions(request.db, article.id, { ...page, before });
     },
   );
@@ -63,7 +65,7 @@ export const revisionsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const article = await authorsArticle(request.db, request.params.slug, viewerId(request));
+      const article = await authorsArticle(request.db, request.params.slug, viewerId(request), readsAsModerator(request));
       return { revision: await existingRevision(request.db, article.id, request.params.id) };
     },
   );
