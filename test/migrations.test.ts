@@ -220,11 +220,7 @@ for (const kind of DATABASES) {
       expect(await links('favorites')).toEqual(keyed);
       expect(await counts()).toEqual([1, 1]);
       expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
-      // The due article is in the tag's list and the favorites at once, from the links alone, and counted once recorded.
-      const slugs = async (filters: { tag?: string; favorited?: string }) =>
-        (await listArticles(handle.db, filters, { limit: 10, offset: 0 }, null)).articles.map((article) => article.slug);
-      expect(await slugs({ tag: 'x' })).toEqual(['due', 'published']);
-      expect(await slugs({ favorited: 'a' })).toEqual(['due', 'published']);
+      // Counted once recorded.
       await sql`update articles set status = 'published', published_at = publish_at where id = 2`.execute(handle.db);
       expect(await counts()).toEqual([2, 2]);
       expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
@@ -235,6 +231,12 @@ for (const kind of DATABASES) {
       await migrateToLatest(handle);
       expect(await links('article_tags')).toEqual(keyed);
       expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
+      // The due article is in the tag's list and the favorites, from the links alone (read with today's code, so on
+      // today's schema).
+      const slugs = async (filters: { tag?: string; favorited?: string }) =>
+        (await listArticles(handle.db, filters, { limit: 10, offset: 0 }, null)).articles.map((article) => article.slug);
+      expect(await slugs({ tag: 'x' })).toEqual(['due', 'published']);
+      expect(await slugs({ favorited: 'a' })).toEqual(['due', 'published']);
     });
   });
 }

@@ -3,7 +3,7 @@ import { dialectOf, type Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
 import { isQueryCanceled } from '../../db/unavailable.js';
 import { identityKey } from '../../identity.js';
-import { screenedAuthors } from '../profiles/blocks.js';
+import { type Screening, screenedAuthors } from '../profiles/blocks.js';
 import { presentTo } from '../profiles/queries.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
 import {
@@ -32,7 +32,7 @@ export interface ArticleFilters {
    * Leaves out the articles of the authors this viewer screens (profiles/blocks.ts), and the lists named after them;
    * set only for a viewer who screens anyone, so that everyone else's lists carry no such condition.
    */
-  screenedBy?: number;
+  screenedBy?: Screening;
 }
 
 export interface Page {
@@ -63,14 +63,14 @@ export const olderThan = (time: string, id: string, cursor: TimeCursor) =>
  * it favorited is out of public lists as it is, and so for its owner too, who has GET /api/user/articles. None either
  * for an account the viewer screens: their articles and favorites are nothing the viewer sees.
  */
-const userByName = (db: Executor, username: string, screenedBy: number | undefined) =>
+const userByName = (db: Executor, username: string, screenedBy: Screening | undefined) =>
   db
     .selectFrom('users')
     .where('users.username_key', '=', identityKey(username))
     .where((eb) => presentTo(eb, null))
     .$if(screenedBy !== undefined, (query) => query.where('users.id', 'not in', screenedAuthors(db, screenedBy!)));
 
-const userIdByName = (db: Executor, username: string, screenedBy: number | undefined) =>
+const userIdByName = (db: Executor, username: string, screenedBy: Screening | undefined) =>
   userByName(db, username, screenedBy).select('users.id');
 
 const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select('tags.id').where('tags.name', '=', name);
@@ -78,7 +78,7 @@ const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select
 const articleIdsTagged = (db: Executor, tag: string) =>
   db.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, tag));
 
-const articleIdsFavoritedBy = (db: Executor, username: string, screenedBy: number | undefined) =>
+const articleIdsFavoritedBy = (db: Executor, username: string, screenedBy: Screening | undefined) =>
   db
     .selectFrom('favorites')
     .select('favorites.article_id')
@@ -89,7 +89,7 @@ const articleIdsFavoritedBy = (db: Executor, username: string, screenedBy: numbe
  * of each walked link (its article's primary key), so a page costs the links it walks however much the screened
  * authors wrote.
  */
-const linkUnscreened = (db: Executor, screenedBy: number) =>
+const linkUnscreened = (db: Executor, screenedBy: Screening) =>
   sql<SqlBool>`not exists ${db
     .selectFrom('articles')
     .select('articles.id')
@@ -152,7 +152,7 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
 function feedPageIds(
   db: Executor,
   followerId: number,
-  screenedBy: number | undefined,
+  screenedBy: Screening | undefined,
   page: Page,
   cursor: TimeCursor | undefined,
   now: number,
@@ -184,7 +184,7 @@ function feedPageIds(
 }
 
 /** The public articles, but those by the authors the viewer screens, when they screen anyone. */
-const unscreenedArticles = (db: Executor, screenedBy: number | undefined, now: number) =>
+const unscreenedArticles = (db: Executor, screenedBy: Screening | undefined, now: number) =>
   publicArticles(db, now).$if(screenedBy !== undefined, (query) =>
     query.where('articles.author_id', 'not in', screenedAuthors(db, screenedBy!)),
   );
@@ -209,9 +209,9 @@ function filteredArticles(db: Executor, filters: ArticleFilters, now: number) {
  * the viewer screens their article's author: driven from the screened authors' articles, so it costs what they wrote
  * at most, whatever the tag or the user holds.
  */
-const screenedLinksCounted = (db: Executor, link: 'article_tags' | 'favorites', owned: RawBuilder<SqlBool>, screenedBy: number) =>
+const screenedLinksCounted = (db: Executor, link: 'article_tags' | 'favorites', owned: RawBuilder<SqlBool>, screenedBy: Screening) =>
   sql<number>`(select count(*) from ${sql.table(link)} link inner join articles on articles.id = link.article_id
-    where ${owned} and link.article_counted = 1 and articles.author_id in (${screenedAuthors(db, screenedBy)}))`;
+    where ${owned} and link.article_counted = 1 and articles.author_id in ${screenedAuthors(db, screenedBy)})`;
 
 /**
  * `articlesCount` without counting, as a one-row query: a single filter (or none) reads the count the triggers keep

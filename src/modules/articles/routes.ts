@@ -6,7 +6,7 @@ import { forbidden, notFound, unprocessable } from '../../errors.js';
 import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js';
 import { errorResponses, IfMatchHeaders } from '../../schemas.js';
 import { readsAsModerator } from '../moderation/roles.js';
-import { areSeparated, screenerId } from '../profiles/blocks.js';
+import { areSeparated, type Screening, screeningOf } from '../profiles/blocks.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { listArticles, listOwnArticles, type Page } from './list.js';
 import {
@@ -37,7 +37,7 @@ const articleView = async (
   db: Executor,
   where: { slug: string } | { id: number },
   viewer: number | null,
-  screener: number | null = null,
+  screener: Screening | null = null,
   moderator = false,
 ) => {
   const answer = await getArticleAnswer(db, where, viewer, screener, moderator);
@@ -83,7 +83,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { tag, author, favorited, q, ...page } = request.query;
-      const filters = { tag, author, favorited, q, screenedBy: screenerId(request) ?? undefined };
+      const filters = { tag, author, favorited, q, screenedBy: screeningOf(request) ?? undefined };
       return listArticles(request.db, filters, pageOf(page), viewerId(request), app.searcher);
     },
   );
@@ -102,7 +102,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const me = signedIn(request).account.id;
-      return listArticles(request.db, { followedBy: me, screenedBy: screenerId(request) ?? undefined }, pageOf(request.query), me);
+      return listArticles(request.db, { followedBy: me, screenedBy: screeningOf(request) ?? undefined }, pageOf(request.query), me);
     },
   );
 
@@ -154,7 +154,7 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      articleView(request.db, { slug: request.params.slug }, viewerId(request), screenerId(request), readsAsModerator(request)),
+      articleView(request.db, { slug: request.params.slug }, viewerId(request), screeningOf(request), readsAsModerator(request)),
   );
 
   app.put(

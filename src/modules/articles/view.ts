@@ -2,7 +2,7 @@ import type { ExpressionBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { moderationState, toIso } from '../../schemas.js';
-import { separatedFrom } from '../profiles/blocks.js';
+import { type Screening, separatedFrom } from '../profiles/blocks.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 import { currentState } from './lifecycle.js';
 import { byCodePoint } from './tags.js';
@@ -83,14 +83,14 @@ export async function getArticleAnswer(
   db: Executor,
   where: { slug: string } | { id: number },
   viewerId: number | null,
-  screener: number | null = null,
+  screener: Screening | null = null,
   moderator = false,
 ) {
   const now = Date.now();
   const base = db
     .selectFrom('articles')
     .where((eb) => visibleTo(eb, viewerId, now, moderator))
-    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!)));
+    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!.viewerId)));
   const query = 'slug' in where ? base.where('articles.slug', '=', where.slug) : base.where('articles.id', '=', where.id);
   const row = await withArticleView(query, viewerId).select('articles.body').executeTakeFirst();
   return row === undefined ? undefined : { article: { ...toSummary(row, now), body: row.body } };

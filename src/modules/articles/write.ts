@@ -5,7 +5,7 @@ import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
 import { appendAudit } from '../moderation/records.js';
-import { noBlockBetween, separatedFrom } from '../profiles/blocks.js';
+import { noBlockBetween, type Screening, separatedFrom } from '../profiles/blocks.js';
 import { toProfile } from '../profiles/queries.js';
 import { keepEditedRevision, keepRevision } from '../revisions/queries.js';
 import type { Account } from '../users/queries.js';
@@ -27,13 +27,13 @@ export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
  * for everyone but its author. With `screener` (profiles/blocks.ts), also when a block separates the viewer from its
  * author: for reads; a write across a block is refused by the write itself (403).
  */
-export function findArticleRef(db: Executor, slug: string, viewerId: number | null, screener: number | null = null, moderator = false) {
+export function findArticleRef(db: Executor, slug: string, viewerId: number | null, screener: Screening | null = null, moderator = false) {
   return db
     .selectFrom('articles')
     .select(['id', 'slug', 'author_id', 'title', 'status', 'publish_at', 'published_at', 'withheld', 'created_at', 'updated_at'])
     .where('slug', '=', slug)
     .where((eb) => visibleTo(eb, viewerId, Date.now(), moderator))
-    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!)))
+    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!.viewerId)))
     .executeTakeFirst();
 }
 

@@ -6,7 +6,7 @@ import { notFound } from '../../errors.js';
 import { moderationState, toIso } from '../../schemas.js';
 import { type Actor, type ArticleRef, findArticleRef, isPublicNow } from '../articles/write.js';
 import { appendEvent, mentionOf } from '../events/outbox.js';
-import { noBlockBetween, screenedAuthors } from '../profiles/blocks.js';
+import { noBlockBetween, type Screening, screenedAuthors } from '../profiles/blocks.js';
 import { followedByViewer, presentTo, toProfile } from '../profiles/queries.js';
 
 /** What a comment answer shows of the comment and its author. */
@@ -48,7 +48,7 @@ async function listComments(
   db: Executor,
   article: Pick<ArticleRef, 'id' | 'author_id'>,
   viewerId: number | null,
-  screener: number | null,
+  screener: Screening | null,
   moderator: boolean,
 ) {
   const rows = await commentsWithAuthors(db)
@@ -81,7 +81,13 @@ export function toComment(
  * The `{ comments }` answer on the article with this slug as this viewer sees it; undefined when there is no such
  * article, or a block separates the viewer from its author.
  */
-export async function getCommentsAnswer(db: Executor, slug: string, viewerId: number | null, screener: number | null, moderator: boolean) {
+export async function getCommentsAnswer(
+  db: Executor,
+  slug: string,
+  viewerId: number | null,
+  screener: Screening | null,
+  moderator: boolean,
+) {
   const article = await findArticleRef(db, slug, viewerId, screener, moderator);
   return article === undefined ? undefined : { comments: await listComments(db, article, viewerId, screener, moderator) };
 }

@@ -7,7 +7,7 @@ import { existingArticleRef } from '../articles/write.js';
 import { findModeratedComment, setCommentModeration } from '../moderation/actions.js';
 import { readsAsModerator } from '../moderation/roles.js';
 import { bodyOptional, HideBody, UnhideBody } from '../moderation/schemas.js';
-import { screenerId } from '../profiles/blocks.js';
+import { screeningOf } from '../profiles/blocks.js';
 import { signedIn, viewerId } from '../users/auth.js';
 import { addComment, commentAsAuthorSees, deleteComment, findComment, getCommentsAnswer } from './queries.js';
 import { CommentListResponse, CommentParams, CommentResponse, NewCommentBody } from './schemas.js';
@@ -30,7 +30,7 @@ export const commentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         request.db,
         request.params.slug,
         viewerId(request),
-        screenerId(request),
+        screeningOf(request),
         readsAsModerator(request),
       );
       if (answer === undefined) throw notFound('article');

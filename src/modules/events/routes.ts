@@ -5,7 +5,7 @@ import { HttpError, notFound, rateLimited } from '../../errors.js';
 import { RETRY_AFTER_SECONDS } from '../../plugins/errors.js';
 import { clientKey } from '../../plugins/rate-limit.js';
 import { errorResponses } from '../../schemas.js';
-import { screenedAuthors, screenerId } from '../profiles/blocks.js';
+import { screenedAuthors, screeningOf } from '../profiles/blocks.js';
 import { findProfile } from '../profiles/queries.js';
 import { viewerId } from '../users/auth.js';
 import type { EventType } from './catalogue.js';
@@ -24,14 +24,13 @@ async function filterOf(request: EventsRequest): Promise<StreamFilter> {
     if (profile === undefined) throw notFound('profile');
     authorId = profile.id;
   }
-  const screener = screenerId(request);
-  const screened = screener === null ? [] : await screenedAuthors(request.db, screener).execute();
+  const screened = screeningOf(request)?.authors ?? [];
   return {
     viewerId: viewerId(request),
     types: types ? new Set(types.split(',') as EventType[]) : null,
     tag: tag || null,
     authorId,
-    screened: new Set(screened.map((row) => row.id)),
+    screened: new Set(screened),
   };
 }
 

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/index.js';
 import { pageOf } from '../../id-cursor.js';
 import { toIso } from '../../schemas.js';
 import type { NotificationKind } from '../events/catalogue.js';
-import { screenedAuthors } from '../profiles/blocks.js';
+import { type Screening, screenedAuthors } from '../profiles/blocks.js';
 import { followedByViewer, leavingAccounts, toProfile } from '../profiles/queries.js';
 import { UNREAD_CAP } from './schemas.js';
 
@@ -12,7 +12,7 @@ import { UNREAD_CAP } from './schemas.js';
  * (and they with it) or comes back, it did nothing anyone else can see. Nor, when `screener` (the recipient,
  * profiles/blocks.ts) screens anyone, what the accounts they block, mute or are blocked by did.
  */
-const notificationsOf = (db: Executor, recipientId: number, screener: number | null) =>
+const notificationsOf = (db: Executor, recipientId: number, screener: Screening | null) =>
   db
     .selectFrom('notifications')
     .where('notifications.recipient_id', '=', recipientId)
@@ -23,7 +23,7 @@ const notificationsOf = (db: Executor, recipientId: number, screener: number | n
  * At most `limit` of the recipient's notifications before the cursor, newest first, each with its actor, article,
  * comment and endpoint, in one query.
  */
-function selectPage(db: Executor, recipientId: number, screener: number | null, before: number | undefined, limit: number) {
+function selectPage(db: Executor, recipientId: number, screener: Screening | null, before: number | undefined, limit: number) {
   return (
     notificationsOf(db, recipientId, screener)
       .innerJoin('users', 'users.id', 'notifications.actor_id')
@@ -90,7 +90,7 @@ const readMark = (db: Executor, userId: number) =>
  * The notifications past the mark, counted over at most UNREAD_CAP index entries: however many pile up unread, the
  * count costs no more.
  */
-const countUnread = (db: Executor, userId: number, screener: number | null, readUpTo: Expression<number> | number) =>
+const countUnread = (db: Executor, userId: number, screener: Screening | null, readUpTo: Expression<number> | number) =>
   db
     .selectFrom(
       notificationsOf(db, userId, screener)
@@ -108,7 +108,7 @@ const countUnread = (db: Executor, userId: number, screener: number | null, read
 export async function listNotifications(
   db: Executor,
   recipientId: number,
-  screener: number | null,
+  screener: Screening | null,
   page: { limit: number; before?: number },
 ) {
   const mark = readMark(db, recipientId);
@@ -143,7 +143,7 @@ export async function notificationsBefore(db: Executor, recipientId: number, bef
  * databases read alike, and answers the unread count past the new mark. The mark stops at the user's newest
  * notification at or below `upTo`, so an id from the future cannot mark as read what has not arrived yet.
  */
-export async function markRead(db: Executor, userId: number, screener: number | null, upTo: number | undefined) {
+export async function markRead(db: Executor, userId: number, screener: Screening | null, upTo: number | undefined) {
   const newestRead = db
     .selectFrom('notifications')
     .select((eb) => eb.fn.coalesce(eb.fn.max('id'), eb.lit(0)).as('id'))

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { decodeIdCursor } from '../../id-cursor.js';
 import { errorResponses } from '../../schemas.js';
-import { screenerId } from '../profiles/blocks.js';
+import { screeningOf } from '../profiles/blocks.js';
 import { signedIn } from '../users/auth.js';
 import { listNotifications, markRead } from './queries.js';
 import { MarkReadBody, NotificationListResponse, NotificationsQuery, UnreadCountResponse } from './schemas.js';
@@ -22,7 +22,7 @@ export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : decodeIdCursor(cursor);
-      return listNotifications(request.db, signedIn(request).account.id, screenerId(request), { limit, before });
+      return listNotifications(request.db, signedIn(request).account.id, screeningOf(request), { limit, before });
     },
   );
 
@@ -43,6 +43,6 @@ export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: UnreadCountResponse, ...errorResponses(401, 422) },
       },
     },
-    async (request) => markRead(request.db, signedIn(request).account.id, screenerId(request), request.body.upTo),
+    async (request) => markRead(request.db, signedIn(request).account.id, screeningOf(request), request.body.upTo),
   );
 };

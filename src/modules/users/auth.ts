@@ -3,6 +3,7 @@ import { accountLeaving, accountSuspended, unauthorized } from '../../errors.js'
 import { withHookAfter } from '../../plugins/route-hooks.js';
 import { READ_METHODS } from '../../read-methods.js';
 import { suspendedUntil } from '../moderation/roles.js';
+import { screenedIdsOf } from '../profiles/blocks.js';
 import { type Account, findSignedInAccount } from './queries.js';
 
 export type AuthMode = 'required' | 'optional';
@@ -11,6 +12,8 @@ export interface CurrentUser {
   account: Account;
   /** The token as the client sent it, handed back by GET /user. */
   token: string;
+  /** Whom the account blocks, mutes or is blocked by (profiles/blocks.ts): read only when screened_count says any. */
+  screened: readonly number[];
   sessionId: string;
 }
 
@@ -49,7 +52,8 @@ export function installAuth(app: FastifyInstance): void {
     const account = await findSignedInAccount(request.db, claims.userId);
     const current = account && (account.token_version === claims.version || account.kept_session === claims.sessionId);
     if (!current) throw unauthorized('is invalid');
-    request.currentUser = { account, token, sessionId: claims.sessionId };
+    const screened = account.screened_count > 0 ? await screenedIdsOf(request.db, account.id) : [];
+    request.currentUser = { account, token, sessionId: claims.sessionId, screened };
   };
   // A preHandler, so that a request is judged on its shape (422) before this refusal.
   const refuseLeaving = async (request: FastifyRequest) => {
