@@ -116,6 +116,11 @@ export interface Targets {
   rareTags: string[];
   /** Pages thousands deep into the list of all articles, and the cursor that leads to each. */
   deepPages: { page: number; cursor: string }[];
+  /**
+   * `<email>\n<slug>` for every user and target article a seeded block separates (either way): that user gets 404 on
+   * the article and 403 on favoriting it, as they should, so the scenarios never send them there.
+   */
+  separated: string[];
 }
 
 export interface Session {
@@ -259,6 +264,16 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       deepPages.push({ page, cursor: encodeListCursor({ kind: 'time', at: Number(last.listed_at), id: last.id }) });
     }
     const favorited = await spreadOver(FAVORITE_ARTICLES);
+    const targetSlugs = [...new Set([...hot, ...spread, ...favorited].map((row) => row.slug))];
+    const separatedBy = (reader: 'blocker_id' | 'blocked_id', author: 'blocker_id' | 'blocked_id') =>
+      db
+        .selectFrom('blocks')
+        .innerJoin('users', 'users.id', `blocks.${reader}`)
+        .innerJoin('articles', 'articles.author_id', `blocks.${author}`)
+        .select(['users.email', 'articles.slug'])
+        .where('articles.slug', 'in', targetSlugs)
+        .execute();
+    const separated = [...(await separatedBy('blocker_id', 'blocked_id')), ...(await separatedBy('blocked_id', 'blocker_id'))];
     return {
       tags: headAndTail(tags, SPREAD_TAGS),
       everyTag: tags,
@@ -276,6 +291,7 @@ export async function pickTargets(database: DatabaseConfig): Promise<Targets> {
       viewerEmails: pickEvenly(users, VIEWERS).map((user) => user.email),
       rareTags: tags.slice(-SPREAD_TAGS),
       deepPages,
+      separated: separated.map((row) => `${row.email}\n${row.slug}`),
     };
   } finally {
     await destroy();
@@ -351,22 +367,25 @@ const feedPath = (random: Random) => `/api/articles/feed?${pageQuery(random.betw
  * Reads in about the shares a site gets them: lists (anonymous and signed in) most, then single articles, feeds
  * and the tag list, from 200 viewers.
  */
-function mixedRead(random: Random, targets: Targets, viewers: readonly string[]): RequestSpec {
+function mixedRead(random: Random, targets: Targets, viewers: readonly string[], reachable: Reachable): RequestSpec {
   const share = random.next();
   const viewer = random.pick(viewers);
   if (share < 0.35) return get(listPath(random, targets));
   if (share < 0.6) return get(listPath(random, targets), viewer);
-  if (share < 0.8) return get(articlePath(random.pick(targets.slugs)), random.chance(0.5) ? viewer : undefined);
+  if (share < 0.8) {
+    const reader = random.chance(0.5) ? viewer : undefined;
+    return get(articlePath(reachable(random, targets.slugs, reader)), reader);
+  }
   if (share < 0.9) return get(feedPath(random), viewer);
   return get('/api/tags');
 }
 
 /** Favorite toggles (on, then off) and comments, by the viewers on the picked articles, in a fixed order. */
-function mixedWrites(targets: Targets, viewers: readonly string[]): RequestSource {
+function mixedWrites(targets: Targets, viewers: readonly string[], reachable: Reachable): RequestSource {
   const random = new Random(SEED, 1);
   const writes = Array.from({ length: DRAWS }, (): RequestSpec[] => {
-    const path = articlePath(random.pick(targets.slugs));
     const token = random.pick(viewers);
+    const path = articlePath(reachable(random, targets.slugs, token));
     return [
       { method: 'POST', path: `${path}/favorite`, token },
       { method: 'DELETE', path: `${path}/favorite`, token },
@@ -389,17 +408,40 @@ function mixedWrites(targets: Targets, viewers: readonly string[]): RequestSourc
  * DELETEs come before their POSTs and change nothing (both are idempotent in this API); after that every request
  * toggles. A run leaves at most half the pairs favorited, and a later run on the same articles turns them off.
  */
-function favoriteToggles(slugs: readonly string[], viewers: readonly string[]): RequestSpec[] {
+function favoriteToggles(slugs: readonly string[], viewers: readonly string[], apart: Apart): RequestSpec[] {
   const half = slugs.length >> 1;
-  const toggle = (method: 'POST' | 'DELETE', pair: number): RequestSpec => {
+  const toggle = (method: 'POST' | 'DELETE', pair: number): RequestSpec | [] => {
     const second = pair >= half;
-    const viewer = (second ? pair - half + (viewers.length >> 1) : pair) % viewers.length;
-    return { method, path: `${articlePath(slugs[pair]!)}/favorite`, token: viewers[viewer] };
+    const token = viewers[(second ? pair - half + (viewers.length >> 1) : pair) % viewers.length]!;
+    // A pair a block separates would answer 403, twice: left out, as such a user would never try.
+    return apart(token, slugs[pair]!) ? [] : { method, path: `${articlePath(slugs[pair]!)}/favorite`, token };
   };
   return [0, half].flatMap((posted) => {
     const deleted = half - posted;
-    return Array.from({ length: half }, (_, j) => [toggle('POST', posted + j), toggle('DELETE', deleted + j)]).flat();
+    return Array.from({ length: half }, (_, j) => [toggle('POST', posted + j), toggle('DELETE', deleted + j)]).flat(2);
   });
+}
+
+/** Whether a seeded block separates the viewer with this token from the article (Targets.separated). */
+type Apart = (token: string, slug: string) => boolean;
+/** An article among `slugs` that the viewer (anonymous: undefined) can reach. */
+type Reachable = (random: Random, slugs: readonly string[], token: string | undefined) => string;
+
+function reachability(targets: Targets, sessions: Sessions): { apart: Apart; reachable: Reachable } {
+  const tokenOf = new Map(sessions.viewers.map((session) => [session.email, session.token]));
+  const pairs = new Set(
+    targets.separated.map((pair) => {
+      const [email, slug] = pair.split('\n');
+      return `${tokenOf.get(email!)}\n${slug}`;
+    }),
+  );
+  const apart: Apart = (token, slug) => pairs.has(`${token}\n${slug}`);
+  const reachable: Reachable = (random, slugs, token) => {
+    let slug = random.pick(slugs);
+    while (token !== undefined && apart(token, slug)) slug = random.pick(slugs);
+    return slug;
+  };
+  return { apart, reachable };
 }
 
 /**
@@ -430,6 +472,7 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
   }
   const tokens = sessions.few.map((session) => session.token);
   const viewers = sessions.viewers.map((session) => session.token);
+  const { apart, reachable } = reachability(targets, sessions);
   switch (id) {
     case 'list':
       return rotation(id, [get('/api/articles')]);
@@ -492,7 +535,10 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
     case 'feed-many':
       return drawn(id, (random) => get(feedPath(random), random.pick(viewers)));
     case 'article-many':
-      return drawn(id, (random) => get(articlePath(random.pick(targets.slugs)), random.pick(viewers)));
+      return drawn(id, (random) => {
+        const viewer = random.pick(viewers);
+        return get(articlePath(reachable(random, targets.slugs, viewer)), viewer);
+      });
     case 'list-urls': {
       // A name is looked up case-insensitively: every spelling is the same author, and a distinct URL.
       const random = new Random(SEED, 3);
@@ -528,11 +574,14 @@ export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessio
         targets.deepPages.map(({ page }) => get(`/api/articles?${pageQuery(page)}`)),
       );
     case 'mixed':
-      return { ...drawn(id, (random) => mixedRead(random, targets, viewers)), writes: mixedWrites(targets, viewers) };
+      return {
+        ...drawn(id, (random) => mixedRead(random, targets, viewers, reachable)),
+        writes: mixedWrites(targets, viewers, reachable),
+      };
     case 'login':
       return rotation(id, targets.loginEmails.map(loginRequest));
     case 'favorite':
-      return rotation(id, favoriteToggles(targets.favoriteSlugs, viewers));
+      return rotation(id, favoriteToggles(targets.favoriteSlugs, viewers, apart));
     case 'create-article': {
       // Unique per run too: with --reuse, earlier runs' articles are still there.
       const run = randomBytes(3).toString('hex');
