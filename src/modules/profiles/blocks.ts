@@ -41,13 +41,22 @@ export const separatedFrom = (db: Executor, userId: number) =>
 
 /**
  * The accounts whose articles, comments and doings the viewer's lists, feed, search, comment lists, notifications and
- * event stream leave out: the separated (either way) and those the viewer muted. Read once, when the request signs in
- * (users/auth.ts), for the few viewers whose screened_count says they have any.
+ * event stream leave out: the separated (either way) and those the viewer muted, as a JSON array. A column of the
+ * statement that reads the signed-in account (users/queries.ts), so that it costs no round trip of its own, and
+ * computed only for the few accounts whose screened_count says they have any (null for everyone else).
  */
-export async function screenedIdsOf(db: Executor, viewerId: number): Promise<number[]> {
-  const rows = await separatedFrom(db, viewerId).unionAll(mutedBy(db, viewerId)).execute();
-  return rows.map((row) => row.id);
+export function screenedIdsColumn(db: Executor, viewerId: number) {
+  const ids = separatedFrom(db, viewerId).unionAll(mutedBy(db, viewerId));
+  const list =
+    dialectOf(db) === 'postgres'
+      ? sql`(select coalesce(json_agg(screened.id), '[]'::json) from ${ids} screened)`
+      : sql`(select json_group_array(screened.id) from ${ids} screened)`;
+  return sql<string | number[] | null>`case when users.screened_count > 0 then ${list} end`;
 }
+
+/** The column above as ids: SQLite hands JSON over as text, PostgreSQL's driver parses it. */
+export const screenedIds = (column: string | number[] | null): number[] =>
+  column === null ? [] : typeof column === 'string' ? JSON.parse(column) : column;
 
 /**
  * The screened accounts as a one-column table for `in` and `not in`: one array parameter, so the statement's text is

@@ -3,7 +3,7 @@ import { accountLeaving, accountSuspended, unauthorized } from '../../errors.js'
 import { withHookAfter } from '../../plugins/route-hooks.js';
 import { READ_METHODS } from '../../read-methods.js';
 import { suspendedUntil } from '../moderation/roles.js';
-import { screenedIdsOf } from '../profiles/blocks.js';
+import { screenedIds } from '../profiles/blocks.js';
 import { type Account, findSignedInAccount } from './queries.js';
 
 export type AuthMode = 'required' | 'optional';
@@ -52,8 +52,8 @@ export function installAuth(app: FastifyInstance): void {
     const account = await findSignedInAccount(request.db, claims.userId);
     const current = account && (account.token_version === claims.version || account.kept_session === claims.sessionId);
     if (!current) throw unauthorized('is invalid');
-    const screened = account.screened_count > 0 ? await screenedIdsOf(request.db, account.id) : [];
-    request.currentUser = { account, token, sessionId: claims.sessionId, screened };
+    const { screened, ...fields } = account;
+    request.currentUser = { account: fields, token, sessionId: claims.sessionId, screened: screenedIds(screened) };
   };
   // A preHandler, so that a request is judged on its shape (422) before this refusal.
   const refuseLeaving = async (request: FastifyRequest) => {

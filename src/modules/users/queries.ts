@@ -4,6 +4,7 @@ import type { Database, Role } from '../../db/schema.js';
 import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { identityKey, usernameSkeleton } from '../../identity.js';
 import { appendEvent } from '../events/outbox.js';
+import { screenedIdsColumn } from '../profiles/blocks.js';
 import { toProfile } from '../profiles/queries.js';
 import { refuseReserved } from './reservations.js';
 
@@ -47,9 +48,18 @@ export interface Account {
 const notPurged = (now: number) => (eb: ExpressionBuilder<Database, 'users'>) =>
   eb.or([eb('users.purge_at', 'is', null), eb('users.purge_at', '>', now)]);
 
-/** Behind every signed-in request: one primary-key lookup, so a revoked session or a deleted user is refused at once. */
-export function findSignedInAccount(db: Executor, id: number): Promise<Account | undefined> {
-  return db.selectFrom('users').select(ACCOUNT_COLUMNS).where('id', '=', id).where(notPurged(Date.now())).executeTakeFirst();
+/**
+ * Behind every signed-in request: one primary-key lookup, so a revoked session or a deleted user is refused at once,
+ * with the accounts the user's reads leave out (profiles/blocks.ts) when there are any.
+ */
+export function findSignedInAccount(db: Executor, id: number) {
+  return db
+    .selectFrom('users')
+    .select(ACCOUNT_COLUMNS)
+    .select(screenedIdsColumn(db, id).as('screened'))
+    .where('id', '=', id)
+    .where(notPurged(Date.now()))
+    .executeTakeFirst();
 }
 
 export function findLoginByEmail(db: Executor, email: string) {
