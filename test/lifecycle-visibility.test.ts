@@ -72,12 +72,22 @@ type Step =
   | { kind: 'wait'; ms: number }
   | { kind: 'hide'; article: number; on: boolean }
   | { kind: 'hideComment'; article: number; comment: number; on: boolean }
-  | { kind: 'suspend'; user: number; on: boolean };
+  | { kind: 'suspend'; user: number; on: boolean }
+  | { kind: 'block' | 'mute'; by: number; target: number; on: boolean };
 
 const user = fc.nat(USERS - 1);
 const tagSet = fc.subarray([0, 1, 2]);
 /** An article by position among those created so far (deleted ones too); `actor` is the author unless it says another. */
 const article = fc.nat(20);
+/** A block or mute of another user mostly (of oneself now and then: 422), made more often than lifted. */
+const screen = (kind: 'block' | 'mute') =>
+  fc
+    .record({
+      by: user,
+      offset: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 8, arbitrary: fc.integer({ min: 1, max: USERS - 1 }) }),
+      on: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+    })
+    .map(({ by, offset, on }): Step => ({ kind, by, target: (by + offset) % USERS, on }));
 const actor = fc.oneof({ weight: 4, arbitrary: fc.constant(-1) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: USERS - 1 }) });
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
@@ -90,11 +100,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   {
-    weight: 2,
+    weight: 1,
     arbitrary: fc.record({ kind: fc.constant('edit' as const), article, actor, title: fc.boolean(), tags: fc.option(tagSet) }),
   },
   {
-    weight: 4,
+    weight: 3,
     arbitrary: fc.record({
       kind: fc.constant('transition' as const),
       article,
@@ -105,7 +115,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('favorite' as const), article, user, on: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('comment' as const), article, user }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('comment' as const), article, user }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('follow' as const), follower: user, followed: user, on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), article, actor }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 100, max: 600 }) }) },
@@ -113,9 +123,15 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('hide' as const), article, on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('hideComment' as const), article, comment: fc.nat(10), on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('suspend' as const), user, on: fc.boolean() }) },
+  // Blocks and mutes between the run's users, cheap steps; for them edits and transitions are a little rarer than
+  // before, and comments a little more frequent, so that blocks and mutes meet some comments.
+  { weight: 4, arbitrary: screen('block') },
+  { weight: 2, arbitrary: screen('mute') },
 );
 
 const SUSPENDED = { errors: { account: ['suspended'] } };
+const FORBIDDEN_ARTICLE = { errors: { article: ['forbidden'] } };
+const FORBIDDEN_PROFILE = { errors: { profile: ['forbidden'] } };
 
 describeEachDatabase(
   'who sees what, under random sequences of writes',
@@ -154,6 +170,10 @@ describeEachDatabase(
       runWord: string;
       articles: ModelArticle[];
       follows: Set<string>;
+      /** `blocker>blocked`: the two are separated, both ways (no follow, favorite or comment across; no reading). */
+      blocks: Set<string>;
+      /** `muter>muted`: the muted user's articles and comments leave the muter's lists alone. */
+      mutes: Set<string>;
       log: string[];
       created: number;
     }
@@ -180,12 +200,17 @@ describeEachDatabase(
         runWord: word(),
         articles: [],
         follows: new Set(),
+        blocks: new Set(),
+        mutes: new Set(),
         log: [],
         created: 0,
       };
     }
 
-    /** Every article of the run goes, so that the next run's global lists, counts and tags start empty. */
+    /**
+     * Every article of the run goes, so that the next run's global lists, counts and tags start empty. Blocks and
+     * mutes stay: they name this run's users only, and the next run has users of its own.
+     */
     async function cleanUp(model: Run) {
       for (const user of model.suspended) {
         expect((await moderate(app(), model.moderator.token, `users/${model.users[user]!.username}`, 'unsuspend', null)).status).toBe(200);
@@ -201,6 +226,18 @@ describeEachDatabase(
     const get = (model: Run, url: string, viewer: number | null) => call(app(), 'GET', url, { token: tokenOf(model, viewer) });
     const follows = (model: Run, follower: number | null, followed: number) =>
       follower !== null && model.follows.has(`${follower}>${followed}`);
+    /** Whether a block stands between the two, made by either. */
+    const separated = (model: Run, viewer: number | null, other: number) =>
+      viewer !== null && (model.blocks.has(`${viewer}>${other}`) || model.blocks.has(`${other}>${viewer}`));
+    /** Whether the viewer's lists leave out what `author` writes: separated from them, or muting them. */
+    const screens = (model: Run, viewer: number | null, author: number) =>
+      separated(model, viewer, author) || (viewer !== null && model.mutes.has(`${viewer}>${author}`));
+    /** The relations of `other`'s profile as `viewer` reads it. */
+    const relationOf = (model: Run, viewer: number, other: number) => ({
+      following: follows(model, viewer, other),
+      blocking: model.blocks.has(`${viewer}>${other}`),
+      muting: model.mutes.has(`${viewer}>${other}`),
+    });
     const context = (model: Run, what: string) => `${what}\nsteps:\n${model.log.join('\n')}`;
 
     /**
@@ -362,6 +399,11 @@ describeEachDatabase(
             expect(response.status, why).toBe(404);
             return;
           }
+          // Across a block (either way): no comment, no favorite; taking one's own favorite back stays open.
+          if (separated(model, next.user, target.author) && (next.kind === 'comment' || next.on)) {
+            expect([response.status, response.body], why).toEqual([403, FORBIDDEN_ARTICLE]);
+            return;
+          }
           if (next.kind === 'comment') {
             expect(response.status, why).toBe(201);
             target.comments.push({ id: response.body.comment.id, author: next.user, hidden: false });
@@ -378,8 +420,13 @@ describeEachDatabase(
           const response = await call(app(), next.on ? 'POST' : 'DELETE', `/api/profiles/${model.users[next.followed]!.username}/follow`, {
             token: model.users[next.follower]!.token,
           });
+          const why = context(model, JSON.stringify(response.body));
           if (refusedAsSuspended(model, next.follower, response)) return;
-          expect(response.status).toBe(200);
+          if (next.on && separated(model, next.follower, next.followed)) {
+            expect([response.status, response.body], why).toEqual([403, FORBIDDEN_PROFILE]);
+            return;
+          }
+          expect(response.status, why).toBe(200);
           if (next.on) model.follows.add(`${next.follower}>${next.followed}`);
           else model.follows.delete(`${next.follower}>${next.followed}`);
           return;
@@ -442,6 +489,29 @@ describeEachDatabase(
           expect(response.status, context(model, JSON.stringify(response.body))).toBe(200);
           if (next.on) model.suspended.add(next.user);
           else model.suspended.delete(next.user);
+          return;
+        }
+        case 'block':
+        case 'mute': {
+          const path = `/api/profiles/${model.users[next.target]!.username}/${next.kind}`;
+          const response = await call(app(), next.on ? 'POST' : 'DELETE', path, { token: model.users[next.by]!.token });
+          const why = context(model, JSON.stringify(response.body));
+          if (refusedAsSuspended(model, next.by, response)) return;
+          if (next.by === next.target) {
+            expect([response.status, response.body], why).toEqual([422, { errors: { profile: [`cannot ${next.kind} yourself`] } }]);
+            return;
+          }
+          expect(response.status, why).toBe(200);
+          const pair = `${next.by}>${next.target}`;
+          const screened = next.kind === 'block' ? model.blocks : model.mutes;
+          if (next.on) screened.add(pair);
+          else screened.delete(pair);
+          // A block ends the follows between the two, both ways; lifting it brings none back.
+          if (next.kind === 'block' && next.on) {
+            model.follows.delete(pair);
+            model.follows.delete(`${next.target}>${next.by}`);
+          }
+          expect(response.body.profile, why).toMatchObject(relationOf(model, next.by, next.target));
         }
       }
     }
@@ -455,13 +525,29 @@ describeEachDatabase(
         .execute();
       const recorded = new Set(stored.filter((row) => row.status === 'published' && row.withheld === 0).map((row) => row.slug));
       const signedIn = stepIndex % USERS;
+      // In turn, a user whose lists screen anyone (either side of a block, a muter), else the signed-in one.
+      const everyone = model.users.map((_, i) => i);
+      const screeners = everyone.filter((u) => everyone.some((other) => screens(model, u, other)));
+      const screening = screeners.length > 0 ? screeners[stepIndex % screeners.length]! : signedIn;
+      const others = everyone.filter((i) => i !== screening);
+      const screenedByThem = others.filter((i) => screens(model, screening, i));
+      // Every other step, a user they screen when there is one: the lists named after that user are empty to them.
+      const named = stepIndex % 2 === 0 && screenedByThem.length > 0 ? screenedByThem[0]! : others[(stepIndex >> 1) % others.length]!;
+      const byName: [string, (a: ModelArticle) => boolean] =
+        (stepIndex >> 1) % 2 === 0
+          ? ['favorited', (a) => a.favoritedBy.has(named) && !screens(model, screening, named)]
+          : ['author', (a) => a.author === named];
+      const tag = stepIndex % TAGS;
       for (const article of model.articles) await checkArticle(model, article);
       await checkNonPublicWrites(model);
+      await checkAcrossBlocks(model);
       const lists: Array<[string, (a: ModelArticle) => boolean, number | null]> = [
         ['/api/articles?limit=100', () => true, null],
         [`/api/articles?limit=100&q=${model.runWord}`, () => true, null],
         ['/api/articles?limit=100', () => true, signedIn],
-        [`/api/articles?limit=100&q=${model.runWord}`, () => true, signedIn],
+        [`/api/articles?limit=100&q=${model.runWord}`, () => true, screening],
+        [`/api/articles?limit=100&tag=${model.tags[tag]}`, (a) => a.tags.includes(tag), screening],
+        [`/api/articles?limit=100&${byName[0]}=${model.users[named]!.username}`, byName[1], screening],
       ];
       for (const [i, u] of model.users.entries()) {
         lists.push([`/api/articles?limit=100&author=${u.username}`, (a) => a.author === i, null]);
@@ -480,20 +566,47 @@ describeEachDatabase(
       await checkTags(model, recorded);
       await checkFeedDocuments(model, stepIndex);
       for (const u of model.users) expect((await get(model, `/api/profiles/${u.username}`, null)).status).toBe(200);
+      for (const other of others) {
+        const response = await get(model, `/api/profiles/${model.users[other]!.username}`, screening);
+        const why = context(model, `profile of ${other} as ${screening}: ${JSON.stringify(response.body)}`);
+        expect(response.status, why).toBe(200);
+        expect(response.body.profile, why).toMatchObject(relationOf(model, screening, other));
+      }
+      // Each user's count of screened accounts (blocks either way, own mutes): what decides whether reads screen.
+      const counts = await app().db.selectFrom('users').select(['id', 'screened_count']).where('id', 'in', model.userIds).execute();
+      const countOf = (i: number) =>
+        [...model.blocks].filter((pair) => pair.split('>').map(Number).includes(i)).length +
+        [...model.mutes].filter((pair) => pair.startsWith(`${i}>`)).length;
+      expect(
+        model.userIds.map((id) => Number(counts.find((row) => row.id === id)?.screened_count)),
+        context(model, 'screened_count'),
+      ).toEqual(model.users.map((_, i) => countOf(i)));
       expect(await derivedDataMismatches(app().db)).toEqual(NO_MISMATCHES);
     }
 
-    /** The article and its comments as a stranger, as its author and as a follower of the author (or another user). */
+    /**
+     * The article and its comments as a stranger, as its author, as a follower of the author (or another user), and
+     * as a user who screens (blocks, is blocked by or mutes) the author or a commenter when there is one.
+     */
     async function checkArticle(model: Run, article: ModelArticle) {
       const other = [1, 2, 3].map((k) => (article.author + k) % USERS);
       const follower = other.find((u) => follows(model, u, article.author)) ?? other[0]!;
-      for (const viewer of [null, article.author, follower]) {
+      const screener = other.find(
+        (u) => u !== follower && (screens(model, u, article.author) || article.comments.some((c) => screens(model, u, c.author))),
+      );
+      for (const viewer of [null, article.author, follower, ...(screener === undefined ? [] : [screener])]) {
         const t0 = Date.now();
         const response = await get(model, `/api/articles/${article.slug}`, viewer);
         const comments = await get(model, `/api/articles/${article.slug}/comments`, viewer);
         const t1 = Date.now();
         const why = context(model, `GET ${article.slug} as ${viewer}: ${response.status} ${JSON.stringify(response.body)}`);
-        const seen = article.deleted ? 'no' : viewer === article.author ? 'yes' : seenBetween(article, t0, t1);
+        // A block hides the article and its comments from the other side, even by its link; a mute does not.
+        const seen =
+          article.deleted || separated(model, viewer, article.author)
+            ? 'no'
+            : viewer === article.author
+              ? 'yes'
+              : seenBetween(article, t0, t1);
         if (seen === 'maybe') {
           expect([200, 404], why).toContain(response.status);
           continue;
@@ -512,8 +625,11 @@ describeEachDatabase(
           favoritesCount: article.favoritedBy.size,
           author: { username: model.users[article.author]!.username, following: follows(model, viewer, article.author) },
         });
-        // A hidden comment shows to its author and the article's, with why; to nobody else.
-        const shownComments = article.comments.filter((c) => !c.hidden || viewer === article.author || viewer === c.author);
+        // A hidden comment shows to its author and the article's, with why; to nobody else. Nor does one by an author
+        // the viewer screens.
+        const shownComments = article.comments.filter(
+          (c) => (!c.hidden || viewer === article.author || viewer === c.author) && !screens(model, viewer, c.author),
+        );
         expect(
           comments.body.comments.map((c: { id: number; moderation?: unknown }) => [c.id, c.moderation ?? null]),
           why,
@@ -562,6 +678,38 @@ describeEachDatabase(
       }
     }
 
+    /** Across each block, both ways: no follow, and no favorite or comment on a public article of the other's (403). */
+    async function checkAcrossBlocks(model: Run) {
+      for (const pair of model.blocks) {
+        const [blocker, blocked] = pair.split('>').map(Number) as [number, number];
+        const sides = [
+          [blocker, blocked],
+          [blocked, blocker],
+        ] as const;
+        for (const [actor, other] of sides) {
+          const token = model.users[actor]!.token;
+          // A suspended user is refused before anything else is asked.
+          const refused = (forbidden: unknown) => (model.suspended.has(actor) ? [403, SUSPENDED] : [403, forbidden]);
+          const follow = await call(app(), 'POST', `/api/profiles/${model.users[other]!.username}/follow`, { token });
+          expect([follow.status, follow.body], context(model, `${actor} follows ${other} across a block`)).toEqual(
+            refused(FORBIDDEN_PROFILE),
+          );
+          const target = model.articles.find(
+            (a) => a.author === other && !a.deleted && a.hiddenReason === null && a.status === 'published',
+          );
+          if (target === undefined) continue;
+          const favorite = await call(app(), 'POST', `/api/articles/${target.slug}/favorite`, { token });
+          const comment = await call(app(), 'POST', `/api/articles/${target.slug}/comments`, {
+            token,
+            body: { comment: { body: 'Across a block' } },
+          });
+          const why = context(model, `${actor} favorites and comments on ${target.slug} of ${other} across a block`);
+          expect([favorite.status, favorite.body], why).toEqual(refused(FORBIDDEN_ARTICLE));
+          expect([comment.status, comment.body], why).toEqual(refused(FORBIDDEN_ARTICLE));
+        }
+      }
+    }
+
     async function checkList(model: Run, url: string, matches: (a: ModelArticle) => boolean, viewer: number | null, recorded: Set<string>) {
       const t0 = Date.now();
       const response = await get(model, url, viewer);
@@ -570,7 +718,11 @@ describeEachDatabase(
       expect(response.status, why).toBe(200);
       const items: Array<Record<string, any>> = response.body.articles;
       const shown = new Set(items.map((item) => item.slug));
-      const candidates = model.articles.filter(matches);
+      // What the viewer screens is out of their lists, and of their counts.
+      for (const article of model.articles.filter((a) => matches(a) && screens(model, viewer, a.author))) {
+        expect(shown.has(article.slug), `${article.slug} by a screened author leaked into ${why}`).toBe(false);
+      }
+      const candidates = model.articles.filter((a) => matches(a) && !screens(model, viewer, a.author));
       for (const article of candidates) {
         const seen = seenBetween(article, t0, t1);
         if (seen === 'yes') expect(shown.has(article.slug), `${article.slug} missing from ${why}`).toBe(true);
