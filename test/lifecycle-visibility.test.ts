@@ -399,8 +399,8 @@ describeEachDatabase(
             expect(response.status, why).toBe(404);
             return;
           }
-          // Across a block (either way): no comment, no favorite; taking one's own favorite back stays open.
-          if (separated(model, next.user, target.author) && (next.kind === 'comment' || next.on)) {
+          // Across a block (either way): no comment, no favorite, nor taking one back (its answer is the article).
+          if (separated(model, next.user, target.author)) {
             expect([response.status, response.body], why).toEqual([403, FORBIDDEN_ARTICLE]);
             return;
           }
@@ -699,12 +699,14 @@ describeEachDatabase(
           );
           if (target === undefined) continue;
           const favorite = await call(app(), 'POST', `/api/articles/${target.slug}/favorite`, { token });
+          const unfavorite = await call(app(), 'DELETE', `/api/articles/${target.slug}/favorite`, { token });
           const comment = await call(app(), 'POST', `/api/articles/${target.slug}/comments`, {
             token,
             body: { comment: { body: 'Across a block' } },
           });
           const why = context(model, `${actor} favorites and comments on ${target.slug} of ${other} across a block`);
           expect([favorite.status, favorite.body], why).toEqual(refused(FORBIDDEN_ARTICLE));
+          expect([unfavorite.status, unfavorite.body], why).toEqual(refused(FORBIDDEN_ARTICLE));
           expect([comment.status, comment.body], why).toEqual(refused(FORBIDDEN_ARTICLE));
         }
       }

@@ -221,6 +221,8 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       handler: async (request) => {
         const me = signedIn(request).account;
         const article = await existingArticleRef(request.db, request.params.slug, me.id);
+        // Taking a favorite back across a block is refused as well: its answer is the article, which the block hides.
+        if (!favorite && (await areSeparated(request.db, me.id, article.author_id))) throw forbidden('article');
         let changed: boolean;
         try {
           changed = await setFavorite(request.db, me, article, favorite, Date.now());

@@ -5,7 +5,7 @@ import { HttpError, notFound, rateLimited } from '../../errors.js';
 import { RETRY_AFTER_SECONDS } from '../../plugins/errors.js';
 import { clientKey } from '../../plugins/rate-limit.js';
 import { errorResponses } from '../../schemas.js';
-import { screenedAuthors, screeningOf } from '../profiles/blocks.js';
+import { screeningOf } from '../profiles/blocks.js';
 import { findProfile } from '../profiles/queries.js';
 import { viewerId } from '../users/auth.js';
 import type { EventType } from './catalogue.js';
