@@ -224,7 +224,14 @@ describeEachDatabase(
       const cancelled = await call(app(), 'DELETE', '/api/user/deletion', { token: signedIn.body.user.token });
       expect(cancelled.status).toBe(200);
       expect(cancelled.body).toEqual({
-        user: { email: w.leaver.email, token: signedIn.body.user.token, username: w.leaver.username, bio: w.bio, image: null },
+        user: {
+          email: w.leaver.email,
+          token: signedIn.body.user.token,
+          username: w.leaver.username,
+          bio: w.bio,
+          image: null,
+          role: 'user',
+        },
       });
       expect(await seenByOthers(app(), w)).toEqual(before);
       expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);

@@ -57,7 +57,7 @@ for (const kind of DATABASES) {
       expect(registered.status).toBe(201);
       expect(registered.headers.get('content-type')).toBe(JSON_TYPE);
       expect(registered.json).toEqual({
-        user: { username, email: `${username}@example.com`, bio: null, image: null, token: expect.any(String) },
+        user: { username, email: `${username}@example.com`, bio: null, image: null, role: 'user', token: expect.any(String) },
       });
       const token: string = registered.json.user.token;
 
@@ -157,7 +157,8 @@ for (const kind of DATABASES) {
       ] as const) {
         const response = await send(method, `/api/profiles/${starName}/follow`, { token, body: '' });
         expect(response.status, method).toBe(200);
-        expect(response.json.profile).toEqual({ username: starName, bio: null, image: null, following });
+        // A signed-in caller's profile answer says whether they block or mute it (CONTRACT.md, Moderation).
+        expect(response.json.profile).toEqual({ username: starName, bio: null, image: null, following, blocking: false, muting: false });
       }
     });
 
