@@ -636,6 +636,10 @@ describeEachDatabase(
       expect(entries.map((entry) => entry.id)).toEqual([...entries.map((entry) => entry.id)].sort((a, b) => b - a));
       const last = await call(app(), 'GET', `/api/moderation/audit-log?limit=100`, { token: admin.token });
       expect(last.body.nextCursor).toBeNull();
+      // A cursor past the id column's range is the contract's 422, never PostgreSQL's out-of-range error (a 500).
+      const beyond = Buffer.from(String(2 ** 40)).toString('base64url');
+      const refused = await call(app(), 'GET', `/api/moderation/audit-log?cursor=${beyond}`, { token: admin.token });
+      expect([refused.status, refused.body]).toEqual([422, { errors: { cursor: ['is invalid'] } }]);
     });
 
     it('cannot be changed or emptied by SQL through the app’s own database handle', async () => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { notFound, unprocessable } from '../../errors.js';
 import { decodeIdCursor } from '../../id-cursor.js';
-import { errorResponses, toIso } from '../../schemas.js';
+import { errorResponses, INTEGER_ID_MAX, toIso } from '../../schemas.js';
 import { ArticleResponse, SlugParams } from '../articles/schemas.js';
 import { getArticleAnswer } from '../articles/view.js';
 import { commentAsAuthorSees } from '../comments/queries.js';
@@ -179,7 +179,7 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       moderatorOf(request, 'admin');
       const { limit, cursor } = request.query;
-      return listAuditLog(request.db, { limit, before: cursor === undefined ? undefined : decodeIdCursor(cursor) });
+      return listAuditLog(request.db, { limit, before: cursor === undefined ? undefined : decodeIdCursor(cursor, INTEGER_ID_MAX) });
     },
   );
 };
