@@ -9,7 +9,7 @@ import { ArticleListResponse, ArticleResponse } from '../../src/modules/articles
 import { CommentListResponse, CommentResponse } from '../../src/modules/comments/schemas.js';
 import { ProfileResponse } from '../../src/modules/profiles/schemas.js';
 import { RevisionListResponse, RevisionResponse } from '../../src/modules/revisions/schemas.js';
-import { UserResponse } from '../../src/modules/users/schemas.js';
+import { DeletionResponse, UserResponse } from '../../src/modules/users/schemas.js';
 import { TEST_SECRET } from './app.js';
 import { call, createArticle, registerUser, type TestUser } from './client.js';
 
@@ -279,6 +279,8 @@ function routes(fixture: Fixture): RouteSpec[] {
     { method: 'POST', path: '/api/users/login', status: 200, schema: UserResponse, body: body.login },
     { method: 'GET', path: '/api/user', status: 200, schema: UserResponse },
     { method: 'PUT', path: '/api/user', status: 200, schema: UserResponse, body: body.updateUser },
+    // With the fixture's own password a request deletes its account (202), which a run may well send.
+    { method: 'DELETE', path: '/api/user', status: 202, schema: DeletionResponse },
     { method: 'GET', path: '/api/profiles/:username', status: 200, schema: ProfileResponse },
     { method: 'POST', path: '/api/profiles/:username/follow', status: 200, schema: ProfileResponse },
     { method: 'DELETE', path: '/api/profiles/:username/follow', status: 200, schema: ProfileResponse },
