@@ -1,4 +1,5 @@
 import { unprocessable } from './errors.js';
+import { INTEGER_ID_MAX } from './schemas.js';
 
 /**
  * Pages that go back in id order hand out the last id shown as an opaque cursor, so that clients pass it back as it
@@ -16,11 +17,12 @@ export function pageOf<Row extends { id: number }>(rows: Row[], limit: number): 
 }
 
 /**
- * The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. Most rows paged this way
- * (notifications, revisions, webhook deliveries) have BIGINT ids on PostgreSQL, so any safe integer is one it compares;
- * tables with `integer` ids pass their `max`, past which PostgreSQL would fail the statement instead of finding nothing.
+ * The id a cursor from `encodeIdCursor` stands for; anything else is the contract's 422. The caller names its id
+ * column's PostgreSQL type: past an `integer`'s range PostgreSQL would fail the statement instead of finding nothing,
+ * and a `bigint` (notifications, revisions, webhook deliveries) compares any safe integer.
  */
-export function decodeIdCursor(cursor: string, max = Number.MAX_SAFE_INTEGER): number {
+export function decodeIdCursor(cursor: string, idColumn: 'integer' | 'bigint'): number {
+  const max = idColumn === 'integer' ? INTEGER_ID_MAX : Number.MAX_SAFE_INTEGER;
   const id = Number(Buffer.from(cursor, 'base64url').toString());
   // Node's decoder skips what is not base64url and Number() reads "1e3" or " 7": only a cursor that encodes back to
   // itself is one this server made.

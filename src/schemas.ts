@@ -25,6 +25,14 @@ export function Defaulted<T extends TSchema>(schema: T): T {
   return Type.Optional(schema);
 }
 
+export const PAGE_SIZE_MAX = 100;
+
+/** The query of a list read back in id order, newest first (src/id-cursor.ts makes and reads its cursors). */
+export const IdPageQuery = Type.Object({
+  limit: Defaulted(UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 })),
+  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'The `nextCursor` of the previous page; leave it out for the newest' })),
+});
+
 /** Text in a query string or path, where `%00` decodes to a NUL character that PostgreSQL refuses in any query. */
 export const UrlText = (options: TStringOptions) =>
   Type.String({ ...options, pattern: '^[^\\u0000]*$', [MESSAGE_KEYWORD]: 'must not contain NUL characters' });

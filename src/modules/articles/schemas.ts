@@ -1,6 +1,16 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
-import { Defaulted, ModerationState, NullableString, RequiredText, Timestamp, UrlInteger, UrlText, Wrapped } from '../../schemas.js';
+import {
+  Defaulted,
+  ModerationState,
+  NullableString,
+  PAGE_SIZE_MAX,
+  RequiredText,
+  Timestamp,
+  UrlInteger,
+  UrlText,
+  Wrapped,
+} from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 import { SEARCH_CANDIDATES, SEARCH_TEXT_MAX } from './search.js';
 
@@ -9,7 +19,6 @@ export const DESCRIPTION_MAX = 1024;
 export const BODY_MAX = 100_000;
 export const TAGS_MAX = 20;
 export const TAG_MAX = 64;
-export const PAGE_SIZE_MAX = 100;
 
 const TagList = Type.Array(RequiredText(TAG_MAX), {
   maxItems: TAGS_MAX,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { notFound, unprocessable } from '../../errors.js';
 import { decodeIdCursor } from '../../id-cursor.js';
-import { errorResponses, INTEGER_ID_MAX, toIso } from '../../schemas.js';
+import { errorResponses, IdPageQuery, toIso } from '../../schemas.js';
 import { ArticleResponse, SlugParams } from '../articles/schemas.js';
 import { getArticleAnswer } from '../articles/view.js';
 import { commentAsAuthorSees } from '../comments/queries.js';
@@ -20,7 +20,6 @@ import {
 import { listAuditLog } from './audit-log.js';
 import { mayActOn, moderatorOf, suspendedUntil } from './roles.js';
 import {
-  AuditLogQuery,
   AuditLogResponse,
   bodyOptional,
   CommentIdParams,
@@ -172,14 +171,14 @@ export const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['moderation'],
         operationId: 'GetAuditLog',
         summary: 'Every moderation decision, role change, scheduled publication and account purge, newest first (admins)',
-        querystring: AuditLogQuery,
+        querystring: IdPageQuery,
         response: { 200: AuditLogResponse, ...errorResponses(401, 403, 422) },
       },
     },
     async (request) => {
       moderatorOf(request, 'admin');
       const { limit, cursor } = request.query;
-      return listAuditLog(request.db, { limit, before: cursor === undefined ? undefined : decodeIdCursor(cursor, INTEGER_ID_MAX) });
+      return listAuditLog(request.db, { limit, before: cursor === undefined ? undefined : decodeIdCursor(cursor, 'integer') });
     },
   );
 };

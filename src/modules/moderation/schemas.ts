@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { ROLES } from '../../db/schema.js';
-import { Defaulted, INTEGER_ID_MAX, NullableString, RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
-import { Instant, PAGE_SIZE_MAX } from '../articles/schemas.js';
+import { INTEGER_ID_MAX, NullableString, RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
+import { Instant } from '../articles/schemas.js';
 
 /** Long enough for a statement of reasons that cites a rule and the passage it breaks. */
 export const REASON_MAX = 2_000;
@@ -33,7 +33,7 @@ export const RoleBody = Wrapped('user', Type.Object({ role: Type.Enum([...ROLES]
 
 export const CommentIdParams = Type.Object({ id: UrlInteger({ minimum: 1, maximum: INTEGER_ID_MAX }) });
 
-export const ModeratedUser = Type.Object({
+export const ModeratedUserView = Type.Object({
   username: Type.String(),
   role: Type.Enum([...ROLES]),
   suspension: Type.Union([
@@ -41,12 +41,7 @@ export const ModeratedUser = Type.Object({
     Type.Null(),
   ]),
 });
-export const ModeratedUserResponse = Wrapped('user', ModeratedUser);
-
-export const AuditLogQuery = Type.Object({
-  limit: Defaulted(UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 })),
-  cursor: Type.Optional(Type.String({ description: 'The `nextCursor` of the previous page; leave it out for the newest entries' })),
-});
+export const ModeratedUserResponse = Wrapped('user', ModeratedUserView);
 
 export const AuditLogResponse = Type.Object({
   entries: Type.Array(

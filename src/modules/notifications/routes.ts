@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { decodeIdCursor } from '../../id-cursor.js';
-import { errorResponses } from '../../schemas.js';
+import { errorResponses, IdPageQuery } from '../../schemas.js';
 import { screeningOf } from '../profiles/blocks.js';
 import { signedIn } from '../users/auth.js';
 import { listNotifications, markRead } from './queries.js';
-import { MarkReadBody, NotificationListResponse, NotificationsQuery, UnreadCountResponse } from './schemas.js';
+import { MarkReadBody, NotificationListResponse, UnreadCountResponse } from './schemas.js';
 
 export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -15,13 +15,13 @@ export const notificationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['notifications'],
         operationId: 'GetNotifications',
         summary: 'Your notifications, newest first',
-        querystring: NotificationsQuery,
+        querystring: IdPageQuery,
         response: { 200: NotificationListResponse, ...errorResponses(401, 422) },
       },
     },
     async (request) => {
       const { limit, cursor } = request.query;
-      const before = cursor === undefined ? undefined : decodeIdCursor(cursor);
+      const before = cursor === undefined ? undefined : decodeIdCursor(cursor, 'bigint');
       return listNotifications(request.db, signedIn(request).account.id, screeningOf(request), { limit, before });
     },
   );

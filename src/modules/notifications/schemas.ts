@@ -1,16 +1,10 @@
 import { type TSchema, Type } from 'typebox';
-import { Defaulted, NullableString, Timestamp, UrlInteger } from '../../schemas.js';
-import { PAGE_SIZE_MAX } from '../articles/schemas.js';
+import { NullableString, Timestamp } from '../../schemas.js';
 import { NOTIFICATION_KINDS } from '../events/catalogue.js';
 import { Profile } from '../profiles/schemas.js';
 
 /** Counting stops here, so that a user who never reads costs no more than one who does. */
 export const UNREAD_CAP = 1000;
-
-export const NotificationsQuery = Type.Object({
-  limit: Defaulted(UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 })),
-  cursor: Type.Optional(Type.String({ description: 'The `nextCursor` of the previous page; leave it out for the newest notifications' })),
-});
 
 export const MarkReadBody = Type.Object({
   upTo: Type.Optional(

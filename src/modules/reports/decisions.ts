@@ -4,7 +4,7 @@ import type { ReportTarget } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { conflict, notFound, unprocessable } from '../../errors.js';
 import { decodeIdCursor, pageOf } from '../../id-cursor.js';
-import { INTEGER_ID_MAX, toIso } from '../../schemas.js';
+import { toIso } from '../../schemas.js';
 import { visibleTo } from '../articles/visibility.js';
 import { appendAudit } from '../moderation/records.js';
 import { APPEAL_KEY_PREFIX, appealKey } from './queries.js';
@@ -58,7 +58,7 @@ export function toDecision(row: DecisionRow) {
 
 /** `{ decisions, nextCursor }`: one statement, newest first, on the (subject_id, id) index. */
 export async function listDecisions(db: Executor, userId: number, page: { limit: number; cursor?: string }) {
-  const before = page.cursor === undefined ? undefined : decodeIdCursor(page.cursor, INTEGER_ID_MAX);
+  const before = page.cursor === undefined ? undefined : decodeIdCursor(page.cursor, 'integer');
   const rows = await decisionRows(db, userId)
     .$if(before !== undefined, (query) => query.where('decision.id', '<', before!))
     .orderBy('decision.id', 'desc')

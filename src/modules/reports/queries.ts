@@ -247,7 +247,7 @@ export interface QueuePage {
  */
 export async function listQueue(db: Executor, viewerId: number, page: QueuePage) {
   if (page.sort === 'newest') {
-    const before = page.cursor === undefined ? undefined : decodeIdCursor(page.cursor, INTEGER_ID_MAX);
+    const before = page.cursor === undefined ? undefined : decodeIdCursor(page.cursor, 'integer');
     const rows = await queueOf(db, viewerId)
       .select((eb) => sameTargetCount(eb).as('report_count'))
       .where('reports.status', '=', page.status)

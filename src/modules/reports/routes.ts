@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
 import { isForeignKeyViolation } from '../../db/constraints.js';
 import { notFound, rateLimited, unprocessable } from '../../errors.js';
-import { errorResponses } from '../../schemas.js';
+import { errorResponses, IdPageQuery } from '../../schemas.js';
 import { SlugParams } from '../articles/schemas.js';
 import { existingArticleRef } from '../articles/write.js';
 import { CommentParams } from '../comments/schemas.js';
@@ -20,7 +20,6 @@ import {
   DecisionListResponse,
   DecisionParams,
   DecisionResponse,
-  DecisionsQuery,
   NewReportBody,
   QueueQuery,
   QueueResponse,
@@ -166,7 +165,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'GetCurrentUserModeration',
         summary: 'The moderation decisions about you, newest first',
         description: 'Hides and suspensions of yours, and the outcomes of your reports and appeals. Never who reported you.',
-        querystring: DecisionsQuery,
+        querystring: IdPageQuery,
         response: { 200: DecisionListResponse, ...errorResponses(401, 422) },
       },
     },

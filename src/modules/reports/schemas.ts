@@ -1,7 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { REPORT_STATUSES } from '../../db/schema.js';
-import { Defaulted, INTEGER_ID_MAX, NullableString, RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
-import { PAGE_SIZE_MAX } from '../articles/schemas.js';
+import { Defaulted, INTEGER_ID_MAX, NullableString, PAGE_SIZE_MAX, RequiredText, Timestamp, UrlInteger, Wrapped } from '../../schemas.js';
 import { Profile } from '../profiles/schemas.js';
 
 /** A report's message, a resolution's note and an appeal's message. */
@@ -128,11 +127,6 @@ export const Decision = Type.Object({
       createdAt: Timestamp,
     }),
   ),
-});
-
-export const DecisionsQuery = Type.Object({
-  limit: Defaulted(UrlInteger({ minimum: 1, maximum: PAGE_SIZE_MAX, default: 20 })),
-  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'The `nextCursor` of the previous page' })),
 });
 
 export const DecisionListResponse = Type.Object({

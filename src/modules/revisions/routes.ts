@@ -46,7 +46,7 @@ export const revisionsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { cursor, ...page } = pageOf(request.query);
       // A bad cursor is a bad request (422), judged before the article is looked for (404).
-      const before = cursor === undefined ? undefined : decodeIdCursor(cursor);
+      const before = cursor === undefined ? undefined : decodeIdCursor(cursor, 'bigint');
       const article = await authorsArticle(request.db, request.params.slug, viewerId(request), readsAsModerator(request));
       return listRevisions(request.db, article.id, { ...page, before });
     },

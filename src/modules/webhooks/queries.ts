@@ -136,7 +136,7 @@ const toDelivery = (row: DeliveryRow) => ({
 
 /** One endpoint's deliveries, newest first, `limit` at a time from the (endpoint_id, id) index. */
 export async function listDeliveries(db: Executor, ownerId: number, endpointId: number, limit: number, cursor?: string) {
-  const before = cursor === undefined ? undefined : decodeIdCursor(cursor);
+  const before = cursor === undefined ? undefined : decodeIdCursor(cursor, 'bigint');
   await getEndpoint(db, ownerId, endpointId);
   const rows = await db
     .selectFrom('webhook_deliveries as d')
