@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { SEED_PASSWORD } from '../src/cli/seed.js';
-import { type DatabaseHandle, openDatabase } from '../src/db/index.js';
+import type { DatabaseHandle } from '../src/db/index.js';
 import { eventMask } from '../src/modules/events/catalogue.js';
-import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig, withDatabase } from './support/app.js';
 import { call, createArticle, registerUser } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 import { childEnv, runConduit } from './support/processes.js';
@@ -123,13 +123,8 @@ for (const kind of DATABASES) {
         expect(result.stdout).toMatch(expected);
       }
       // Reverted for real: the tables are gone, not just the bookkeeping row.
-      const database = openDatabase(testConfig(scratch.url).database);
-      try {
-        const tables = await database.db.introspection.getTables();
-        expect(tables.map((table) => table.name).filter((name) => !name.startsWith('kysely_'))).toEqual([]);
-      } finally {
-        await database.destroy();
-      }
+      const tables = await withDatabase(scratch.url, ({ db }) => db.introspection.getTables());
+      expect(tables.map((table) => table.name).filter((name) => !name.startsWith('kysely_'))).toEqual([]);
     });
 
     it('seed migrates, writes the asked-for rows with consistent counters, and its users can sign in', async () => {
@@ -143,8 +138,7 @@ for (const kind of DATABASES) {
       const second = await runConduit(['seed', ...SMALL, '--seed-value', '42'], env);
       expect(second.code).toBe(0);
 
-      const database = openDatabase(testConfig(scratch.url).database);
-      try {
+      await withDatabase(scratch.url, async (database) => {
         const found = await census(database);
         expect(found).toMatchObject({
           users: 12,
@@ -168,27 +162,21 @@ for (const kind of DATABASES) {
         } finally {
           await app.close();
         }
-      } finally {
-        await database.destroy();
-      }
+      });
     });
 
     it('events list prints the envelopes consumers receive, filtered by id and type; events replay queues them for webhooks', async () => {
-      const database = openDatabase(testConfig(scratch.url).database);
-      let firstId: number;
-      try {
+      const firstId = await withDatabase(scratch.url, async (database) => {
         const app = await buildApp(testConfig(scratch.url), { database });
         try {
           const writer = await registerUser(app, 'cli');
           await createArticle(app, writer.token, { title: 'Listed by the CLI' });
           const mine = await database.db.selectFrom('events').select('id').orderBy('id', 'desc').limit(2).execute();
-          firstId = mine.at(-1)!.id;
+          return mine.at(-1)!.id;
         } finally {
           await app.close();
         }
-      } finally {
-        await database.destroy();
-      }
+      });
       const env = childEnv(scratch.url);
       const all = await runConduit(['events', 'list', '--after', String(firstId - 1)], env);
       expect({ code: all.code, stderr: all.stderr }).toEqual({ code: 0, stderr: '' });
@@ -213,12 +201,11 @@ for (const kind of DATABASES) {
       expect(unknown.stderr).toContain('article.exploded');
 
       // Replay: to every endpoint of the owner that takes the type, or to the one named.
-      const database2 = openDatabase(testConfig(scratch.url).database);
-      try {
+      await withDatabase(scratch.url, async ({ db }) => {
         const articleEvent = Number(listed[1].id);
-        const owner = await database2.db.selectFrom('events').select('owner_id').where('id', '=', articleEvent).executeTakeFirstOrThrow();
+        const owner = await db.selectFrom('events').select('owner_id').where('id', '=', articleEvent).executeTakeFirstOrThrow();
         const endpoint = (mask: number) =>
-          database2.db
+          db
             .insertInto('webhook_endpoints')
             .values({ owner_id: owner.owner_id!, url: 'https://example.com/hook', event_mask: mask, secret: 'whsec_x', created_at: 0 })
             .returning('id')
@@ -229,7 +216,7 @@ for (const kind of DATABASES) {
         expect({ code: toAll.code, stdout: toAll.stdout }).toEqual({ code: 0, stdout: `queued event ${articleEvent} for 1 endpoint\n` });
         const toOne = await runConduit(['events', 'replay', String(articleEvent), '--endpoint', String(wantsComments.id)], env);
         expect(toOne.code).toBe(0);
-        const queued = await database2.db
+        const queued = await db
           .selectFrom('webhook_deliveries')
           .select('endpoint_id')
           .where('event_id', '=', articleEvent)
@@ -239,14 +226,11 @@ for (const kind of DATABASES) {
         const missing = await runConduit(['events', 'replay', '999999999'], env);
         expect(missing.code).toBe(1);
         expect(missing.stderr).toMatch(/event 999999999 does not exist/);
-      } finally {
-        await database2.destroy();
-      }
+      });
     });
 
     it('seed refuses sizes it cannot fill and writes nothing, and fills exactly to capacity', async () => {
-      const database = openDatabase(testConfig(scratch.url).database);
-      try {
+      await withDatabase(scratch.url, async (database) => {
         const before = await census(database);
         const args = ['seed', '--users', '2', '--follows', '5', '--articles', '0', '--comments', '0', '--favorites', '0'];
         const result = await runConduit(args, childEnv(scratch.url));
@@ -263,9 +247,7 @@ for (const kind of DATABASES) {
           favorites: before.favorites + 4,
           mismatches: NO_MISMATCHES,
         });
-      } finally {
-        await database.destroy();
-      }
+      });
     });
   });
 }
@@ -278,21 +260,18 @@ describe('conduit seed --seed-value', () => {
       for (const scratch of scratches) {
         const result = await runConduit(['seed', ...SMALL, '--seed-value', '7'], childEnv(scratch.url));
         expect(result.code).toBe(0);
-        const database = openDatabase(testConfig(scratch.url).database);
-        try {
-          snapshots.push({
-            users: await database.db.selectFrom('users').select(['username', 'bio']).orderBy('id').execute(),
-            articles: await database.db.selectFrom('articles').select(['slug', 'author_id', 'favorites_count']).orderBy('id').execute(),
-            follows: await database.db
+        snapshots.push(
+          await withDatabase(scratch.url, async ({ db }) => ({
+            users: await db.selectFrom('users').select(['username', 'bio']).orderBy('id').execute(),
+            articles: await db.selectFrom('articles').select(['slug', 'author_id', 'favorites_count']).orderBy('id').execute(),
+            follows: await db
               .selectFrom('follows')
               .select(['follower_id', 'followed_id'])
               .orderBy('follower_id')
               .orderBy('followed_id')
               .execute(),
-          });
-        } finally {
-          await database.destroy();
-        }
+          })),
+        );
       }
       expect(snapshots[0]!.users).toHaveLength(6);
       expect(snapshots[1]).toEqual(snapshots[0]);

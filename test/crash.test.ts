@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/db/index.js';
-import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, withDatabase } from './support/app.js';
 import { unique } from './support/client.js';
 import { derivedDataMismatches, NO_MISMATCHES } from './support/invariants.js';
 import { childEnv, NO_RATE_LIMITS, request, SERVER_ENTRY, startServer } from './support/processes.js';
@@ -83,23 +82,17 @@ async function runClient(base: string, journal: Journal, index: number): Promise
 }
 
 /** What the database holds, read directly: counters are checked against the rows they count. */
-async function readTables(url: string) {
-  const handle = openDatabase(testConfig(url).database);
-  try {
-    const { db } = handle;
-    return {
-      users: await db.selectFrom('users').select(['id', 'username']).execute(),
-      articles: await db.selectFrom('articles').select(['id', 'slug', 'title', 'favorites_count']).execute(),
-      tags: await db.selectFrom('tags').select(['id', 'name', 'article_count']).execute(),
-      articleTags: await db.selectFrom('article_tags').select(['article_id', 'tag_id']).execute(),
-      favorites: await db.selectFrom('favorites').select(['user_id', 'article_id']).execute(),
-      comments: await db.selectFrom('comments').select(['id', 'article_id', 'body']).execute(),
-      events: await db.selectFrom('events').select(['type', 'actor_id', 'owner_id', 'article_id', 'data']).execute(),
-      mismatches: await derivedDataMismatches(db),
-    };
-  } finally {
-    await handle.destroy();
-  }
+function readTables(url: string) {
+  return withDatabase(url, async ({ db }) => ({
+    users: await db.selectFrom('users').select(['id', 'username']).execute(),
+    articles: await db.selectFrom('articles').select(['id', 'slug', 'title', 'favorites_count']).execute(),
+    tags: await db.selectFrom('tags').select(['id', 'name', 'article_count']).execute(),
+    articleTags: await db.selectFrom('article_tags').select(['article_id', 'tag_id']).execute(),
+    favorites: await db.selectFrom('favorites').select(['user_id', 'article_id']).execute(),
+    comments: await db.selectFrom('comments').select(['id', 'article_id', 'body']).execute(),
+    events: await db.selectFrom('events').select(['type', 'actor_id', 'owner_id', 'article_id', 'data']).execute(),
+    mismatches: await derivedDataMismatches(db),
+  }));
 }
 
 for (const kind of DATABASES) {

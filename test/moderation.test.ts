@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
-import { openDatabase } from '../src/db/index.js';
 import { createMigrator, migrateToLatest, unwrap } from '../src/db/migrate.js';
 import { publishDueArticles } from '../src/modules/articles/scheduler.js';
-import { describeEachDatabase, testConfig } from './support/app.js';
+import { describeEachDatabase, withDatabase } from './support/app.js';
 import {
   addComment,
   articleIdOf,
@@ -676,8 +675,7 @@ describeEachDatabase(
       expect((await leave(app, leaver)).status).toBe(202);
       expect((await call(app, 'GET', `/api/articles/${hidden.slug}`)).status).toBe(404);
 
-      const handle = openDatabase(testConfig(ctx().databaseUrl).database);
-      try {
+      await withDatabase(ctx().databaseUrl, async (handle) => {
         expect(unwrap(await createMigrator(handle).migrateDown()).map((result) => result.migrationName)).toEqual(['0018_moderation']);
         const withheld = await sql<{ slug: string; withheld: number; listed: boolean }>`
           select slug, withheld, listed_at is not null as listed from articles where slug in (${hidden.slug}, ${alsoLeaving.slug})
@@ -688,9 +686,7 @@ describeEachDatabase(
         });
         expect(await derivedDataMismatches(handle.db)).toEqual(NO_MISMATCHES);
         await migrateToLatest(handle);
-      } finally {
-        await handle.destroy();
-      }
+      });
       // Up again: nothing is hidden (the hide went with its columns), the leaver's article still waits for its author.
       expect((await call(app, 'GET', `/api/articles/${hidden.slug}`)).status).toBe(200);
       expect((await call(app, 'GET', `/api/articles?tag=${hidden.tag}`)).body.articlesCount).toBe(1);

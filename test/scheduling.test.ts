@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { openDatabase } from '../src/db/index.js';
-import { createScratchDatabase, type DatabaseKind, type ScratchDatabase, testConfig } from './support/app.js';
+import { createScratchDatabase, type DatabaseKind, type ScratchDatabase, withDatabase } from './support/app.js';
 import { unique } from './support/client.js';
 import { childEnv, NO_RATE_LIMITS, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
@@ -119,19 +118,9 @@ function watch(servers: Servers, articles: Array<{ slug: string; publishAt: numb
   );
 }
 
-/** The database's view, from outside the servers. */
-async function withDatabase<T>(url: string, work: (db: ReturnType<typeof openDatabase>['db']) => Promise<T>): Promise<T> {
-  const handle = openDatabase(testConfig(url).database);
-  try {
-    return await work(handle.db);
-  } finally {
-    await handle.destroy();
-  }
-}
-
 /** article.published events per article slug, with their data parsed. */
 async function publicationEvents(url: string) {
-  return withDatabase(url, async (db) => {
+  return withDatabase(url, async ({ db }) => {
     const rows = await db
       .selectFrom('events')
       .innerJoin('articles', 'articles.id', 'events.article_id')
@@ -143,7 +132,7 @@ async function publicationEvents(url: string) {
 }
 
 const stillScheduled = (url: string) =>
-  withDatabase(url, async (db) =>
+  withDatabase(url, async ({ db }) =>
     Number(
       (
         await db

@@ -66,6 +66,16 @@ export function testConfig(databaseUrl: string, overrides: Record<string, string
   });
 }
 
+/** A handle on the database at `url` for the duration of `work`, as a tool beside the servers would open one. */
+export async function withDatabase<T>(url: string, work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
+  const handle = openDatabase(testConfig(url).database);
+  try {
+    return await work(handle);
+  } finally {
+    await handle.destroy();
+  }
+}
+
 /**
  * A handle on a scratch database of `kind` for the enclosing describe: opened (and migrated, unless `migrate` is
  * false) before its tests, closed and dropped after them. Call it at the top of the describe, before its own hooks.
