@@ -394,8 +394,14 @@ describeEachDatabase(
         .execute();
       expect(auditOfDecision).toEqual([{ action: 'report.dismissed', reason: 'The hide stands' }]);
 
+      // Lifting the hide is no decision against the author.
+      const lifted = await moderate(moderator, author, article.slug, 'unhide');
+      expect(await appeal(author, lifted)).toMatchObject({
+        status: 422,
+        body: { errors: { appeal: ['a decision in your favour cannot be appealed'] } },
+      });
       // Two appeals at once: one is made.
-      const other = await moderate(moderator, author, article.slug, 'unhide');
+      const other = await moderate(moderator, author, article.slug, 'hide');
       const atOnce = await Promise.all([appeal(author, other), appeal(author, other)]);
       expect(atOnce.map((response) => response.status).sort()).toEqual([201, 409]);
     });

@@ -11,6 +11,8 @@ import { APPEAL_KEY_PREFIX, appealKey } from './queries.js';
 
 /** Decisions that tell a reporter how their report went: about the report, not about them, so nothing to appeal. */
 const REPORT_OUTCOMES = new Set(['report.resolved', 'report.dismissed']);
+/** The decisions that take something from their subject; an unhide or a lifted suspension gives it back. */
+const APPEALABLE = new Set(['article.hidden', 'comment.hidden', 'user.suspended']);
 
 /**
  * The decisions about the user, each with its article while the user may see it and its appeal, in one statement:
@@ -87,6 +89,7 @@ export async function appealDecision(db: Executor, userId: number, decisionId: n
     .executeTakeFirst();
   if (decision === undefined) throw notFound('decision');
   if (REPORT_OUTCOMES.has(decision.action)) throw unprocessable('appeal', 'a decision about your report cannot be appealed');
+  if (!APPEALABLE.has(decision.action)) throw unprocessable('appeal', 'a decision in your favour cannot be appealed');
   return inTransaction(db, async (trx) => {
     const taken = await trx
       .updateTable('moderation_decisions')
