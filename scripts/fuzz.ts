@@ -4,7 +4,7 @@
  */
 import { buildApp } from '../src/app.js';
 import { createScratchDatabase, DATABASES, testConfig } from '../test/support/app.js';
-import { createFixture, FUZZ_SETTINGS, failureReport, fuzz, fuzzSeed } from '../test/support/fuzz.js';
+import { createFixture, failureReport, fuzz, fuzzSeed } from '../test/support/fuzz.js';
 
 const runs = Number(process.env.FUZZ_RUNS || 10_000);
 if (!Number.isSafeInteger(runs) || runs < 1) throw new Error(`FUZZ_RUNS must be a positive integer, got "${process.env.FUZZ_RUNS}"`);
@@ -15,7 +15,7 @@ if (!process.env.TEST_DATABASE_URL) console.log('fuzz: PostgreSQL skipped (set T
 let failed = false;
 for (const kind of DATABASES) {
   const scratch = await createScratchDatabase(kind);
-  const app = await buildApp(testConfig(scratch.url, FUZZ_SETTINGS));
+  const app = await buildApp(testConfig(scratch.url));
   try {
     const started = Date.now();
     const { requests, statuses, details } = await fuzz(app, await createFixture(app), { runs, seed });

@@ -22,12 +22,6 @@ import { childEnv, runNode } from './support/processes.js';
 
 const DAY_MS = 86_400_000;
 
-/**
- * The overload guard has tests of its own; here a busy machine (child processes starting, a shared CI box) must not
- * turn a registration into a 503.
- */
-const STEADY = { OVERLOAD_EVENT_LOOP_DELAY_MS: '0' };
-
 const login = (app: FastifyInstance, user: Pick<TestUser, 'email' | 'password'>) =>
   call(app, 'POST', '/api/users/login', { body: { user: { email: user.email, password: user.password } } });
 
@@ -103,203 +97,199 @@ async function seenByOthers(app: FastifyInstance, w: World) {
 const eventsOf = (db: Executor, type: string, ownerId: number) =>
   db.selectFrom('events').select(['actor_id', 'public', 'data']).where('type', '=', type).where('owner_id', '=', ownerId).execute();
 
-describeEachDatabase(
-  'leaving: request, grace and cancellation',
-  (ctx) => {
-    const app = () => ctx().app;
-    const db = () => ctx().app.db;
+describeEachDatabase('leaving: request, grace and cancellation', (ctx) => {
+  const app = () => ctx().app;
+  const db = () => ctx().app.db;
 
-    it('checks the password: 401 when wrong, 422 when missing, 401 without a token; nothing changes', async () => {
-      const user = await registerUser(app(), 'careful');
-      expect(await leave(app(), user.token, 'not-the-password')).toMatchObject({
-        status: 401,
-        body: { errors: { credentials: ['invalid'] } },
-      });
-      const missing = await call(app(), 'DELETE', '/api/user', { token: user.token, body: { user: {} } });
-      expect(missing.status).toBe(422);
-      expect(missing.body.errors.password).toBeDefined();
-      expect((await call(app(), 'DELETE', '/api/user', { token: user.token, body: {} })).status).toBe(422);
-      expect((await leave(app(), user.token, '   ')).status).toBe(422);
-      expect((await leave(app(), '', user.password)).status).toBe(401);
-      expect((await call(app(), 'GET', `/api/profiles/${user.username}`)).status).toBe(200);
-      expect((await call(app(), 'GET', '/api/user/deletion', { token: user.token })).status).toBe(404);
+  it('checks the password: 401 when wrong, 422 when missing, 401 without a token; nothing changes', async () => {
+    const user = await registerUser(app(), 'careful');
+    expect(await leave(app(), user.token, 'not-the-password')).toMatchObject({
+      status: 401,
+      body: { errors: { credentials: ['invalid'] } },
+    });
+    const missing = await call(app(), 'DELETE', '/api/user', { token: user.token, body: { user: {} } });
+    expect(missing.status).toBe(422);
+    expect(missing.body.errors.password).toBeDefined();
+    expect((await call(app(), 'DELETE', '/api/user', { token: user.token, body: {} })).status).toBe(422);
+    expect((await leave(app(), user.token, '   ')).status).toBe(422);
+    expect((await leave(app(), '', user.password)).status).toBe(401);
+    expect((await call(app(), 'GET', `/api/profiles/${user.username}`)).status).toBe(200);
+    expect((await call(app(), 'GET', '/api/user/deletion', { token: user.token })).status).toBe(404);
+  });
+
+  it('hides the account from everyone else, revokes every other session, and cancelling puts back exactly what was', async () => {
+    const w = await leaverWithHistory(app());
+    const leaverId = await userIdOf(app(), w.leaver);
+    const before = await seenByOthers(app(), w);
+    expect(before.profile.status).toBe(200);
+    expect(before.tags.body.tags).toContain(w.ownTag);
+    expect(before.search.body.articlesCount).toBe(1);
+    expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
+    const otherSession = (await login(app(), w.leaver)).body.user.token as string;
+
+    const started = Date.now();
+    const requested = await leave(app(), w.leaver.token, w.leaver.password);
+    expect(requested.status).toBe(202);
+    const { purgeAt } = requested.body.deletion;
+    expect(requested.body).toEqual({ deletion: { purgeAt: expect.any(String) } });
+    expect(Date.parse(purgeAt) - started).toBeGreaterThanOrEqual(30 * DAY_MS);
+    expect(Date.parse(purgeAt) - Date.now()).toBeLessThanOrEqual(30 * DAY_MS);
+
+    // Everyone else: the account, its articles and its comments are gone; counts and tags drop.
+    const during = await seenByOthers(app(), w);
+    expect(during.profile).toEqual({ status: 404, body: { errors: { profile: ['not found'] } } });
+    expect(during.anonymousProfile.status).toBe(404);
+    expect(during.article).toEqual({ status: 404, body: { errors: { article: ['not found'] } } });
+    expect(during.comments.status).toBe(404);
+    expect(during.othersComments.body.comments.map((c: { id: number }) => c.id)).not.toContain(w.leaversComment.id);
+    expect(during.othersComments.body.comments).toHaveLength(before.othersComments.body.comments.length - 1);
+    expect(during.list.body.articlesCount).toBe(before.list.body.articlesCount - 2);
+    const slugs = (answer: { body: { articles: { slug: string }[] } }) => answer.body.articles.map((a) => a.slug);
+    expect(slugs(during.list)).not.toContain(w.article.slug);
+    expect(during.byAuthor.body).toMatchObject({ articles: [], articlesCount: 0 });
+    expect(during.favorited.body).toMatchObject({ articles: [], articlesCount: 0 });
+    expect(during.ownTag.body).toMatchObject({ articles: [], articlesCount: 0 });
+    expect(during.sharedTag.body.articlesCount).toBe(before.sharedTag.body.articlesCount - 2);
+    expect(during.tags.body.tags).not.toContain(w.ownTag);
+    expect(during.search.body).toMatchObject({ articles: [], articlesCount: 0 });
+    expect(slugs(during.feed)).not.toContain(w.article.slug);
+    const actors = (answer: { body: { notifications: { actor: { username: string } }[] } }) =>
+      answer.body.notifications.map((n) => n.actor.username);
+    expect(actors(before.notifications)).toContain(w.leaver.username);
+    expect(actors(during.notifications)).not.toContain(w.leaver.username);
+    const fromLeaver = actors(before.notifications).filter((name) => name === w.leaver.username).length;
+    expect(fromLeaver).toBe(3);
+    expect(during.notifications.body.unreadCount).toBe(before.notifications.body.unreadCount - fromLeaver);
+    expect(during.authorFeed).toBe(404);
+    for (const method of ['POST', 'DELETE'] as const) {
+      expect((await call(app(), method, `/api/profiles/${w.leaver.username}/follow`, { token: w.third.token })).status).toBe(404);
+    }
+    expect((await call(app(), 'POST', `/api/articles/${w.article.slug}/favorite`, { token: w.third.token })).status).toBe(404);
+    expect((await call(app(), 'GET', `/api/events?author=${w.leaver.username}`)).status).toBe(404);
+    // Other articles keep their true counts: the leaver's favorite still counts on the article it favorited.
+    expect(during.othersArticle.body.article.favoritesCount).toBe(2);
+    expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
+
+    // The leaver: still itself, signed in on this session only, and writing nothing but the cancellation.
+    expect((await call(app(), 'GET', '/api/user', { token: otherSession })).body).toEqual({ errors: { token: ['is invalid'] } });
+    expect((await call(app(), 'GET', '/api/user', { token: w.leaver.token })).status).toBe(200);
+    expect((await call(app(), 'GET', `/api/profiles/${w.leaver.username}`, { token: w.leaver.token })).status).toBe(200);
+    expect((await call(app(), 'GET', `/api/articles/${w.article.slug}`, { token: w.leaver.token })).status).toBe(200);
+    const own = await call(app(), 'GET', '/api/user/articles', { token: w.leaver.token });
+    expect(own.body.articlesCount).toBe(2);
+    const ownComments = await call(app(), 'GET', `/api/articles/${w.othersArticle.slug}/comments`, { token: w.leaver.token });
+    expect(ownComments.body.comments.map((c: { id: number }) => c.id)).toContain(w.leaversComment.id);
+    expect(await call(app(), 'GET', '/api/user/deletion', { token: w.leaver.token })).toMatchObject({
+      status: 200,
+      body: { deletion: { purgeAt } },
+    });
+    const refused = { status: 403, body: { errors: { account: ['is being deleted'] } } };
+    expect(
+      await call(app(), 'POST', '/api/articles', {
+        token: w.leaver.token,
+        body: { article: { title: 'x', description: 'x', body: 'x' } },
+      }),
+    ).toMatchObject(refused);
+    expect(await call(app(), 'PUT', '/api/user', { token: w.leaver.token, body: { user: { bio: 'x' } } })).toMatchObject(refused);
+    expect(await addCommentStatus(app(), w.leaver.token, w.othersArticle.slug)).toBe(403);
+    // Validation still comes first.
+    expect((await call(app(), 'POST', '/api/articles', { token: w.leaver.token, body: {} })).status).toBe(422);
+
+    // Asked again: the same deletion, nothing more recorded.
+    const again = await leave(app(), w.leaver.token, w.leaver.password);
+    expect(again).toMatchObject({ status: 202, body: { deletion: { purgeAt } } });
+    expect(await leave(app(), w.leaver.token, 'wrong-password')).toMatchObject({ status: 401 });
+    const requestedEvents = await eventsOf(db(), 'user.deletion_requested', leaverId);
+    expect(requestedEvents).toHaveLength(1);
+    expect(requestedEvents[0]!.public).toBe(0);
+    expect(JSON.parse(requestedEvents[0]!.data)).toEqual({
+      user: { id: leaverId },
+      profile: { username: w.leaver.username, bio: w.bio, image: null, following: false },
+      purgeAt,
     });
 
-    it('hides the account from everyone else, revokes every other session, and cancelling puts back exactly what was', async () => {
-      const w = await leaverWithHistory(app());
-      const leaverId = await userIdOf(app(), w.leaver);
-      const before = await seenByOthers(app(), w);
-      expect(before.profile.status).toBe(200);
-      expect(before.tags.body.tags).toContain(w.ownTag);
-      expect(before.search.body.articlesCount).toBe(1);
-      expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
-      const otherSession = (await login(app(), w.leaver)).body.user.token as string;
+    // Signing in still works, so the owner can come back.
+    const signedIn = await login(app(), w.leaver);
+    expect(signedIn.status).toBe(200);
+    expect((await call(app(), 'GET', '/api/user', { token: signedIn.body.user.token })).status).toBe(200);
 
-      const started = Date.now();
-      const requested = await leave(app(), w.leaver.token, w.leaver.password);
-      expect(requested.status).toBe(202);
-      const { purgeAt } = requested.body.deletion;
-      expect(requested.body).toEqual({ deletion: { purgeAt: expect.any(String) } });
-      expect(Date.parse(purgeAt) - started).toBeGreaterThanOrEqual(30 * DAY_MS);
-      expect(Date.parse(purgeAt) - Date.now()).toBeLessThanOrEqual(30 * DAY_MS);
-
-      // Everyone else: the account, its articles and its comments are gone; counts and tags drop.
-      const during = await seenByOthers(app(), w);
-      expect(during.profile).toEqual({ status: 404, body: { errors: { profile: ['not found'] } } });
-      expect(during.anonymousProfile.status).toBe(404);
-      expect(during.article).toEqual({ status: 404, body: { errors: { article: ['not found'] } } });
-      expect(during.comments.status).toBe(404);
-      expect(during.othersComments.body.comments.map((c: { id: number }) => c.id)).not.toContain(w.leaversComment.id);
-      expect(during.othersComments.body.comments).toHaveLength(before.othersComments.body.comments.length - 1);
-      expect(during.list.body.articlesCount).toBe(before.list.body.articlesCount - 2);
-      const slugs = (answer: { body: { articles: { slug: string }[] } }) => answer.body.articles.map((a) => a.slug);
-      expect(slugs(during.list)).not.toContain(w.article.slug);
-      expect(during.byAuthor.body).toMatchObject({ articles: [], articlesCount: 0 });
-      expect(during.favorited.body).toMatchObject({ articles: [], articlesCount: 0 });
-      expect(during.ownTag.body).toMatchObject({ articles: [], articlesCount: 0 });
-      expect(during.sharedTag.body.articlesCount).toBe(before.sharedTag.body.articlesCount - 2);
-      expect(during.tags.body.tags).not.toContain(w.ownTag);
-      expect(during.search.body).toMatchObject({ articles: [], articlesCount: 0 });
-      expect(slugs(during.feed)).not.toContain(w.article.slug);
-      const actors = (answer: { body: { notifications: { actor: { username: string } }[] } }) =>
-        answer.body.notifications.map((n) => n.actor.username);
-      expect(actors(before.notifications)).toContain(w.leaver.username);
-      expect(actors(during.notifications)).not.toContain(w.leaver.username);
-      const fromLeaver = actors(before.notifications).filter((name) => name === w.leaver.username).length;
-      expect(fromLeaver).toBe(3);
-      expect(during.notifications.body.unreadCount).toBe(before.notifications.body.unreadCount - fromLeaver);
-      expect(during.authorFeed).toBe(404);
-      for (const method of ['POST', 'DELETE'] as const) {
-        expect((await call(app(), method, `/api/profiles/${w.leaver.username}/follow`, { token: w.third.token })).status).toBe(404);
-      }
-      expect((await call(app(), 'POST', `/api/articles/${w.article.slug}/favorite`, { token: w.third.token })).status).toBe(404);
-      expect((await call(app(), 'GET', `/api/events?author=${w.leaver.username}`)).status).toBe(404);
-      // Other articles keep their true counts: the leaver's favorite still counts on the article it favorited.
-      expect(during.othersArticle.body.article.favoritesCount).toBe(2);
-      expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
-
-      // The leaver: still itself, signed in on this session only, and writing nothing but the cancellation.
-      expect((await call(app(), 'GET', '/api/user', { token: otherSession })).body).toEqual({ errors: { token: ['is invalid'] } });
-      expect((await call(app(), 'GET', '/api/user', { token: w.leaver.token })).status).toBe(200);
-      expect((await call(app(), 'GET', `/api/profiles/${w.leaver.username}`, { token: w.leaver.token })).status).toBe(200);
-      expect((await call(app(), 'GET', `/api/articles/${w.article.slug}`, { token: w.leaver.token })).status).toBe(200);
-      const own = await call(app(), 'GET', '/api/user/articles', { token: w.leaver.token });
-      expect(own.body.articlesCount).toBe(2);
-      const ownComments = await call(app(), 'GET', `/api/articles/${w.othersArticle.slug}/comments`, { token: w.leaver.token });
-      expect(ownComments.body.comments.map((c: { id: number }) => c.id)).toContain(w.leaversComment.id);
-      expect(await call(app(), 'GET', '/api/user/deletion', { token: w.leaver.token })).toMatchObject({
-        status: 200,
-        body: { deletion: { purgeAt } },
-      });
-      const refused = { status: 403, body: { errors: { account: ['is being deleted'] } } };
-      expect(
-        await call(app(), 'POST', '/api/articles', {
-          token: w.leaver.token,
-          body: { article: { title: 'x', description: 'x', body: 'x' } },
-        }),
-      ).toMatchObject(refused);
-      expect(await call(app(), 'PUT', '/api/user', { token: w.leaver.token, body: { user: { bio: 'x' } } })).toMatchObject(refused);
-      expect(await addCommentStatus(app(), w.leaver.token, w.othersArticle.slug)).toBe(403);
-      // Validation still comes first.
-      expect((await call(app(), 'POST', '/api/articles', { token: w.leaver.token, body: {} })).status).toBe(422);
-
-      // Asked again: the same deletion, nothing more recorded.
-      const again = await leave(app(), w.leaver.token, w.leaver.password);
-      expect(again).toMatchObject({ status: 202, body: { deletion: { purgeAt } } });
-      expect(await leave(app(), w.leaver.token, 'wrong-password')).toMatchObject({ status: 401 });
-      const requestedEvents = await eventsOf(db(), 'user.deletion_requested', leaverId);
-      expect(requestedEvents).toHaveLength(1);
-      expect(requestedEvents[0]!.public).toBe(0);
-      expect(JSON.parse(requestedEvents[0]!.data)).toEqual({
-        user: { id: leaverId },
-        profile: { username: w.leaver.username, bio: w.bio, image: null, following: false },
-        purgeAt,
-      });
-
-      // Signing in still works, so the owner can come back.
-      const signedIn = await login(app(), w.leaver);
-      expect(signedIn.status).toBe(200);
-      expect((await call(app(), 'GET', '/api/user', { token: signedIn.body.user.token })).status).toBe(200);
-
-      const cancelled = await call(app(), 'DELETE', '/api/user/deletion', { token: signedIn.body.user.token });
-      expect(cancelled.status).toBe(200);
-      expect(cancelled.body).toEqual({
-        user: {
-          email: w.leaver.email,
-          token: signedIn.body.user.token,
-          username: w.leaver.username,
-          bio: w.bio,
-          image: null,
-          role: 'user',
-        },
-      });
-      expect(await seenByOthers(app(), w)).toEqual(before);
-      expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
-      expect((await call(app(), 'GET', '/api/user', { token: otherSession })).status).toBe(401);
-      expect((await call(app(), 'GET', '/api/user/deletion', { token: w.leaver.token })).body).toEqual({
-        errors: { deletion: ['not found'] },
-      });
-      expect((await call(app(), 'PUT', '/api/user', { token: w.leaver.token, body: { user: { bio: w.bio } } })).status).toBe(200);
-      // Cancelling what is not pending answers the same and records nothing.
-      expect((await call(app(), 'DELETE', '/api/user/deletion', { token: w.leaver.token })).status).toBe(200);
-      const cancelledEvents = await eventsOf(db(), 'user.deletion_cancelled', leaverId);
-      expect(cancelledEvents.map((event) => ({ ...event, data: JSON.parse(event.data) }))).toEqual([
-        {
-          actor_id: leaverId,
-          public: 0,
-          data: { user: { id: leaverId }, profile: { username: w.leaver.username, bio: w.bio, image: null, following: false } },
-        },
-      ]);
+    const cancelled = await call(app(), 'DELETE', '/api/user/deletion', { token: signedIn.body.user.token });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toEqual({
+      user: {
+        email: w.leaver.email,
+        token: signedIn.body.user.token,
+        username: w.leaver.username,
+        bio: w.bio,
+        image: null,
+        role: 'user',
+      },
     });
-
-    it('publishes a scheduled article of a leaving account on time, for its author alone, and off the public stream', async () => {
-      const author = await registerUser(app(), 'scheduler');
-      // Far enough ahead for the deletion to come first on a busy machine (the app's own scheduler runs too).
-      const publishAt = new Date(Date.now() + 1500).toISOString();
-      const created = await call(app(), 'POST', '/api/articles', {
-        token: author.token,
-        body: { article: { title: unique('Soon '), description: 'd', body: 'b', status: 'scheduled', publishAt } },
-      });
-      expect(created.status).toBe(201);
-      expect((await leave(app(), author.token, author.password)).status).toBe(202);
-      await new Promise((resolve) => setTimeout(resolve, Date.parse(publishAt) - Date.now() + 50));
-      await publishDueArticles(db());
-      const { slug } = created.body.article;
-      expect((await call(app(), 'GET', `/api/articles/${slug}`)).status).toBe(404);
-      expect((await call(app(), 'GET', `/api/articles/${slug}`, { token: author.token })).body.article.status).toBe('published');
-      const published = await eventsOf(db(), 'article.published', await userIdOf(app(), author));
-      expect(published.map((event) => event.public)).toEqual([0]);
-      expect(JSON.parse(published[0]!.data).article.slug).toBe(slug);
-
-      expect((await call(app(), 'DELETE', '/api/user/deletion', { token: author.token })).status).toBe(200);
-      expect((await call(app(), 'GET', `/api/articles/${slug}`)).body.article.publishedAt).toBe(publishAt);
-      expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
+    expect(await seenByOthers(app(), w)).toEqual(before);
+    expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
+    expect((await call(app(), 'GET', '/api/user', { token: otherSession })).status).toBe(401);
+    expect((await call(app(), 'GET', '/api/user/deletion', { token: w.leaver.token })).body).toEqual({
+      errors: { deletion: ['not found'] },
     });
+    expect((await call(app(), 'PUT', '/api/user', { token: w.leaver.token, body: { user: { bio: w.bio } } })).status).toBe(200);
+    // Cancelling what is not pending answers the same and records nothing.
+    expect((await call(app(), 'DELETE', '/api/user/deletion', { token: w.leaver.token })).status).toBe(200);
+    const cancelledEvents = await eventsOf(db(), 'user.deletion_cancelled', leaverId);
+    expect(cancelledEvents.map((event) => ({ ...event, data: JSON.parse(event.data) }))).toEqual([
+      {
+        actor_id: leaverId,
+        public: 0,
+        data: { user: { id: leaverId }, profile: { username: w.leaver.username, bio: w.bio, image: null, following: false } },
+      },
+    ]);
+  });
 
-    it('treats an account whose purge time has come as gone, before any pass has purged it', async () => {
-      const user = await registerUser(app(), 'due');
-      const id = await userIdOf(app(), user);
-      expect((await leave(app(), user.token, user.password)).status).toBe(202);
-      // The clock moved past the grace: the row says so.
-      await db()
-        .updateTable('users')
-        .set({ purge_at: Date.now() - 1 })
-        .where('id', '=', id)
-        .execute();
-      expect((await call(app(), 'GET', '/api/user', { token: user.token })).body).toEqual({ errors: { token: ['is invalid'] } });
-      expect((await call(app(), 'DELETE', '/api/user/deletion', { token: user.token })).status).toBe(401);
-      expect((await login(app(), user)).body).toEqual({ errors: { credentials: ['invalid'] } });
-      expect((await call(app(), 'GET', `/api/profiles/${user.username}`)).status).toBe(404);
-      // Still taken until the purge reserves it.
-      expect((await call(app(), 'POST', '/api/users', { body: { user: { ...user, email: `${unique('x')}@example.com` } } })).status).toBe(
-        409,
-      );
-      expect(await purgeDueAccounts(db(), Date.now())).toBe(1);
-      expect(await db().selectFrom('users').select('id').where('id', '=', id).executeTakeFirst()).toBeUndefined();
+  it('publishes a scheduled article of a leaving account on time, for its author alone, and off the public stream', async () => {
+    const author = await registerUser(app(), 'scheduler');
+    // Far enough ahead for the deletion to come first on a busy machine (the app's own scheduler runs too).
+    const publishAt = new Date(Date.now() + 1500).toISOString();
+    const created = await call(app(), 'POST', '/api/articles', {
+      token: author.token,
+      body: { article: { title: unique('Soon '), description: 'd', body: 'b', status: 'scheduled', publishAt } },
     });
-  },
-  STEADY,
-);
+    expect(created.status).toBe(201);
+    expect((await leave(app(), author.token, author.password)).status).toBe(202);
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(publishAt) - Date.now() + 50));
+    await publishDueArticles(db());
+    const { slug } = created.body.article;
+    expect((await call(app(), 'GET', `/api/articles/${slug}`)).status).toBe(404);
+    expect((await call(app(), 'GET', `/api/articles/${slug}`, { token: author.token })).body.article.status).toBe('published');
+    const published = await eventsOf(db(), 'article.published', await userIdOf(app(), author));
+    expect(published.map((event) => event.public)).toEqual([0]);
+    expect(JSON.parse(published[0]!.data).article.slug).toBe(slug);
+
+    expect((await call(app(), 'DELETE', '/api/user/deletion', { token: author.token })).status).toBe(200);
+    expect((await call(app(), 'GET', `/api/articles/${slug}`)).body.article.publishedAt).toBe(publishAt);
+    expect(await derivedDataMismatches(db())).toEqual(NO_MISMATCHES);
+  });
+
+  it('treats an account whose purge time has come as gone, before any pass has purged it', async () => {
+    const user = await registerUser(app(), 'due');
+    const id = await userIdOf(app(), user);
+    expect((await leave(app(), user.token, user.password)).status).toBe(202);
+    // The clock moved past the grace: the row says so.
+    await db()
+      .updateTable('users')
+      .set({ purge_at: Date.now() - 1 })
+      .where('id', '=', id)
+      .execute();
+    expect((await call(app(), 'GET', '/api/user', { token: user.token })).body).toEqual({ errors: { token: ['is invalid'] } });
+    expect((await call(app(), 'DELETE', '/api/user/deletion', { token: user.token })).status).toBe(401);
+    expect((await login(app(), user)).body).toEqual({ errors: { credentials: ['invalid'] } });
+    expect((await call(app(), 'GET', `/api/profiles/${user.username}`)).status).toBe(404);
+    // Still taken until the purge reserves it.
+    expect((await call(app(), 'POST', '/api/users', { body: { user: { ...user, email: `${unique('x')}@example.com` } } })).status).toBe(
+      409,
+    );
+    expect(await purgeDueAccounts(db(), Date.now())).toBe(1);
+    expect(await db().selectFrom('users').select('id').where('id', '=', id).executeTakeFirst()).toBeUndefined();
+  });
+});
 
 const addCommentStatus = async (app: FastifyInstance, token: string, slug: string) =>
   (await call(app, 'POST', `/api/articles/${slug}/comments`, { token, body: { comment: { body: 'x' } } })).status;
@@ -449,41 +439,37 @@ describeEachDatabase(
       expect((await register({ username: w.leaver.username, email: w.leaver.email })).status).toBe(201);
     });
   },
-  { ...STEADY, ACCOUNT_DELETION_GRACE: '0', WEBHOOKS_DELIVERY: 'off' },
+  { ACCOUNT_DELETION_GRACE: '0', WEBHOOKS_DELIVERY: 'off' },
 );
 
 const PURGE_PASS = path.join(import.meta.dirname, 'support', 'purge-pass.ts');
 
-describeEachDatabase(
-  'leaving: the purge pass in several processes',
-  (ctx) => {
-    it('purges each due account exactly once when two processes on one database run the pass at the same moment', {
-      timeout: 60_000,
-    }, async () => {
-      const app = ctx().app;
-      const leavers = await Promise.all([1, 2, 3].map(() => registerUser(app, 'many')));
-      const ids = await Promise.all(leavers.map((leaver) => userIdOf(app, leaver)));
-      for (const leaver of leavers) await createArticle(app, leaver.token, { tagList: [unique('t')] });
-      for (const leaver of leavers) expect((await leave(app, leaver.token, leaver.password)).status).toBe(202);
-      // Not due yet: nothing happens.
-      expect(await purgeDueAccounts(app.db, Date.now())).toBe(0);
+describeEachDatabase('leaving: the purge pass in several processes', (ctx) => {
+  it('purges each due account exactly once when two processes on one database run the pass at the same moment', {
+    timeout: 60_000,
+  }, async () => {
+    const app = ctx().app;
+    const leavers = await Promise.all([1, 2, 3].map(() => registerUser(app, 'many')));
+    const ids = await Promise.all(leavers.map((leaver) => userIdOf(app, leaver)));
+    for (const leaver of leavers) await createArticle(app, leaver.token, { tagList: [unique('t')] });
+    for (const leaver of leavers) expect((await leave(app, leaver.token, leaver.password)).status).toBe(202);
+    // Not due yet: nothing happens.
+    expect(await purgeDueAccounts(app.db, Date.now())).toBe(0);
 
-      // Both wait for the same moment, time enough for each to start.
-      const later = Date.now() + 31 * DAY_MS;
-      const startAt = Date.now() + 5000;
-      const env = { ...childEnv(ctx().databaseUrl), NODE_OPTIONS: '--import=tsx' };
-      const passes = await Promise.all([1, 2].map(() => runNode(PURGE_PASS, [String(later), String(startAt)], env)));
-      for (const pass of passes) expect({ code: pass.code, stderr: pass.stderr }).toEqual({ code: 0, stderr: '' });
-      const results = passes.map((pass) => JSON.parse(pass.stdout) as { purged: number; waited: boolean });
-      // Both were ready before the moment: the passes did run at the same time.
-      expect(results.map((result) => result.waited)).toEqual([true, true]);
-      expect(results.reduce((sum, result) => sum + result.purged, 0)).toBe(3);
-      const deleted = await app.db.selectFrom('events').select('owner_id').where('type', '=', 'user.deleted').execute();
-      expect(deleted.map((event) => event.owner_id).sort()).toEqual([...ids].sort());
-      expect(await app.db.selectFrom('users').select('id').where('id', 'in', ids).execute()).toEqual([]);
-      expect(await derivedDataMismatches(app.db)).toEqual(NO_MISMATCHES);
-      expect(await purgeDueAccounts(app.db, later)).toBe(0);
-    });
-  },
-  STEADY,
-);
+    // Both wait for the same moment, time enough for each to start.
+    const later = Date.now() + 31 * DAY_MS;
+    const startAt = Date.now() + 5000;
+    const env = { ...childEnv(ctx().databaseUrl), NODE_OPTIONS: '--import=tsx' };
+    const passes = await Promise.all([1, 2].map(() => runNode(PURGE_PASS, [String(later), String(startAt)], env)));
+    for (const pass of passes) expect({ code: pass.code, stderr: pass.stderr }).toEqual({ code: 0, stderr: '' });
+    const results = passes.map((pass) => JSON.parse(pass.stdout) as { purged: number; waited: boolean });
+    // Both were ready before the moment: the passes did run at the same time.
+    expect(results.map((result) => result.waited)).toEqual([true, true]);
+    expect(results.reduce((sum, result) => sum + result.purged, 0)).toBe(3);
+    const deleted = await app.db.selectFrom('events').select('owner_id').where('type', '=', 'user.deleted').execute();
+    expect(deleted.map((event) => event.owner_id).sort()).toEqual([...ids].sort());
+    expect(await app.db.selectFrom('users').select('id').where('id', 'in', ids).execute()).toEqual([]);
+    expect(await derivedDataMismatches(app.db)).toEqual(NO_MISMATCHES);
+    expect(await purgeDueAccounts(app.db, later)).toBe(0);
+  });
+});

@@ -436,7 +436,7 @@ describeEachDatabase(
       expect(await articleEvents(article.slug)).toHaveLength(2);
     });
   },
-  { WEBHOOKS_DELIVERY: 'off', WEBHOOK_ALLOW_LOOPBACK: 'true', OVERLOAD_EVENT_LOOP_DELAY_MS: '0' },
+  { WEBHOOKS_DELIVERY: 'off', WEBHOOK_ALLOW_LOOPBACK: 'true' },
 );
 
 /**
@@ -525,5 +525,5 @@ describeEachDatabase(
       expect(revalidated.statusCode).toBe(200);
     });
   },
-  { SCHEDULED_PUBLISHING: 'off', OVERLOAD_EVENT_LOOP_DELAY_MS: '0' },
+  { SCHEDULED_PUBLISHING: 'off' },
 );

@@ -31,11 +31,8 @@ import {
 import { childEnv, runConduit } from './support/processes.js';
 import { injectedText } from './support/sse.js';
 
-/**
- * The overload guard has tests of its own: a busy machine must not turn a request here into a 503. A live stream read
- * here stays open (after its moment of reading) until the app closes.
- */
-const STEADY = { OVERLOAD_EVENT_LOOP_DELAY_MS: '0', WEBHOOKS_DELIVERY: 'off', EVENT_STREAMS_PER_CLIENT: '0' };
+/** A live stream read here stays open (after its moment of reading) until the app closes. */
+const STEADY = { WEBHOOKS_DELIVERY: 'off', EVENT_STREAMS_PER_CLIENT: '0' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 const SUSPENDED = { errors: { account: ['suspended'] } };
 const leave = (app: FastifyInstance, user: TestUser) =>

@@ -23,11 +23,6 @@ import { call, createArticle, registerUser, type TestUser } from './client.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-/**
- * The app's settings for fuzzing. Overload protection off: a fuzzer is a load generator, and on a busy machine its
- * big bodies could delay the event loop past the threshold and get a 503 by design, which is not what it looks for.
- */
-export const FUZZ_SETTINGS = { OVERLOAD_EVENT_LOOP_DELAY_MS: '0' };
 
 /** Generous for one request even on a loaded CI machine; a request that hangs is a defect too. */
 const REQUEST_TIMEOUT_MS = 10_000;

@@ -221,8 +221,6 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       handler: async (request) => {
         const me = signedIn(request).account;
         const article = await existingArticleRef(request.db, request.params.slug, me.id);
-        // Taking a favorite back across a block is refused as well: its answer is the article, which the block hides.
-        if (!favorite && (await areSeparated(request.db, me.id, article.author_id))) throw forbidden('article');
         let changed: boolean;
         try {
           changed = await setFavorite(request.db, me, article, favorite, Date.now());
@@ -230,8 +228,9 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
           if (isForeignKeyViolation(error)) throw notFound('article');
           throw error;
         }
-        // Nothing written: a repeat, or a block between the two; only the second is asked, and only then.
-        if (favorite && !changed && (await areSeparated(request.db, me.id, article.author_id))) throw forbidden('article');
+        // Nothing written: a repeat, or a block between the two; only the second is asked, and only then. Taking a
+        // favorite back across a block is refused as well: its answer is the article, which the block hides.
+        if (!changed && (await areSeparated(request.db, me.id, article.author_id))) throw forbidden('article');
         return articleView(request.db, { id: article.id }, me.id);
       },
     });

@@ -421,14 +421,16 @@ export function deleteArticle(db: Executor, article: ArticleRef, now: number, pr
  * Idempotent: the composite key turns a repeated favorite into nothing, and the triggers count only real changes;
  * only a real change is an event. One statement that reads the article row, and on PostgreSQL locks it, before it
  * touches the favorite row: the order a delete of the article takes them, so the two cannot deadlock. A favorite of
- * an article deleted meanwhile writes nothing (the answer's read then finds no article), and so does one across a
- * block (profiles/blocks.ts), judged by the insert itself. Returns whether anything changed.
+ * an article deleted meanwhile writes nothing (the answer's read then finds no article), and neither a favorite nor
+ * taking one back does across a block (profiles/blocks.ts), judged by the statement itself. Returns whether anything
+ * changed.
  */
 export function setFavorite(db: Executor, actor: Actor, article: ArticleRef, favorite: boolean, now: number) {
   const change = (executor: Executor) => {
     const theArticle = executor
       .selectFrom('articles')
       .where('articles.id', '=', article.id)
+      .where((eb) => noBlockBetween(eb, executor, actor.id, eb.ref('articles.author_id')))
       .$if(dialectOf(executor) === 'postgres', (query) => query.forNoKeyUpdate());
     return favorite
       ? executor
@@ -436,22 +438,20 @@ export function setFavorite(db: Executor, actor: Actor, article: ArticleRef, fav
           .columns(['user_id', 'article_id', 'article_listed_at', 'article_counted', 'created_at'])
           .expression(
             // Typed, because PostgreSQL reads an untyped parameter in a SELECT as text.
-            theArticle
-              .where((eb) => noBlockBetween(eb, executor, actor.id, eb.ref('articles.author_id')))
-              .select((eb) => [
-                eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
-                'articles.id',
-                // What the link carries of its article (migration 0017).
-                'articles.listed_at as article_listed_at',
-                eb
-                  .case()
-                  .when(eb.and([eb('articles.status', '=', 'published'), eb('articles.withheld', '=', 0)]))
-                  .then(1)
-                  .else(0)
-                  .end()
-                  .as('article_counted'),
-                eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
-              ]),
+            theArticle.select((eb) => [
+              eb.cast<number>(eb.val(actor.id), 'integer').as('user_id'),
+              'articles.id',
+              // What the link carries of its article (migration 0017).
+              'articles.listed_at as article_listed_at',
+              eb
+                .case()
+                .when(eb.and([eb('articles.status', '=', 'published'), eb('articles.withheld', '=', 0)]))
+                .then(1)
+                .else(0)
+                .end()
+                .as('article_counted'),
+              eb.cast<number>(eb.val(now), 'bigint').as('created_at'),
+            ]),
           )
           .onConflict((oc) => oc.columns(['user_id', 'article_id']).doNothing())
           .returning('article_id')
