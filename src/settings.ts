@@ -144,13 +144,16 @@ export const SETTINGS = Type.Object(
     ),
     SHARED_CACHE_MAX_AGE: seconds(
       5,
-      'seconds a shared cache (CDN, proxy) may serve an anonymous GET answer without asking again (`s-maxage`); answers ' +
-        'to a signed-in request are `private` whatever this says. `0`: shared caches revalidate every time',
+      'seconds a shared cache (CDN, proxy) may serve an anonymous GET answer without asking again (`s-maxage` in ' +
+        '`Cache-Control`, `max-age` in `CDN-Cache-Control` and `Surrogate-Control`); browsers revalidate every time, and ' +
+        'answers to a signed-in request are `private`, whatever this says. `0`, with ' +
+        '`SHARED_CACHE_STALE_WHILE_REVALIDATE=0`: shared caches revalidate every time too',
     ),
     SHARED_CACHE_STALE_WHILE_REVALIDATE: seconds(
       30,
-      'seconds past `SHARED_CACHE_MAX_AGE` a cache may still serve an anonymous answer while it revalidates it in the ' +
-        'background (`stale-while-revalidate`): how stale an anonymous reader behind a cache can see the site',
+      'seconds past `SHARED_CACHE_MAX_AGE` a CDN may still serve an anonymous answer while it revalidates it in the ' +
+        'background (`stale-while-revalidate` in `CDN-Cache-Control` and `Surrogate-Control` only, never in ' +
+        '`Cache-Control`, which browsers read too): how stale an anonymous reader behind a CDN can see the site',
     ),
     WORKERS: positive(1, 'server processes sharing the port (node:cluster), same as `conduit serve --workers N`'),
     TRUST_PROXY: Type.Optional(

@@ -17,8 +17,13 @@ import {
 } from './support/client.js';
 
 const STRONG_TAG = /^"[\w-]{22}"$/;
-const SHARED = 'public, max-age=0, s-maxage=5, stale-while-revalidate=30';
+// Browsers read Cache-Control and honour stale-while-revalidate, so it is only in the fields that CDNs alone read.
+const SHARED = 'public, max-age=0, s-maxage=5';
+const FOR_CDNS = 'max-age=5, stale-while-revalidate=30';
 const PRIVATE = 'private, no-cache';
+
+/** What a CDN reads in place of Cache-Control: RFC 9213's field and Fastly's. */
+const cdnHeaders = (headers: Record<string, unknown>) => [headers['cdn-cache-control'], headers['surrogate-control']];
 
 type Method = 'GET' | 'HEAD' | 'PUT' | 'DELETE';
 
@@ -110,6 +115,7 @@ describeEachDatabase('conditional GET', (ctx) => {
         expect(response.raw.length, header).toBe(0);
         expect(response.headers.etag).toBe(etag);
         expect(response.headers['cache-control']).toBe(full.headers['cache-control']);
+        expect(cdnHeaders(response.headers)).toEqual([FOR_CDNS, FOR_CDNS]);
         expect(response.headers.vary).toBe(full.headers.vary);
         expect(response.headers['content-type']).toBeUndefined();
       }
@@ -178,6 +184,7 @@ describeEachDatabase('conditional GET', (ctx) => {
       expect(missing.status).toBe(404);
       expect(missing.headers.etag).toBeUndefined();
       expect(missing.headers['cache-control']).toBe('no-store');
+      expect(cdnHeaders(missing.headers)).toEqual([undefined, undefined]);
     });
   });
 
@@ -246,7 +253,11 @@ describeEachDatabase('conditional GET', (ctx) => {
       ];
       for (const [url, token, cacheControl] of cases) {
         const response = await get(url, { token, headers: { origin: 'https://app.example' } });
-        expect(response.headers['cache-control'], `${url} ${token ? 'signed in' : 'anonymous'}`).toBe(cacheControl);
+        const viewer = `${url} ${token ? 'signed in' : 'anonymous'}`;
+        expect(response.headers['cache-control'], viewer).toBe(cacheControl);
+        // A CDN reads these instead of Cache-Control, so they must never come with a private answer.
+        const forCdns = cacheControl === SHARED ? FOR_CDNS : undefined;
+        expect(cdnHeaders(response.headers), viewer).toEqual([forCdns, forCdns]);
         expect(response.headers.vary, url).toBe('Origin, Authorization');
       }
     });
@@ -254,6 +265,7 @@ describeEachDatabase('conditional GET', (ctx) => {
     it('does not vary the tag list on Authorization: a token there is ignored', async () => {
       const response = await get('/api/tags', { token: reader.token });
       expect(response.headers['cache-control']).toBe(SHARED);
+      expect(cdnHeaders(response.headers)).toEqual([FOR_CDNS, FOR_CDNS]);
       expect(String(response.headers.vary ?? '')).not.toMatch(/authorization/i);
     });
 
@@ -281,6 +293,7 @@ describeEachDatabase('conditional GET', (ctx) => {
         const response = await get(url, { headers: { 'if-none-match': '*' } });
         expect(response.status, url).toBe(200);
         expect(response.headers['cache-control'], url).toBe('no-store');
+        expect(cdnHeaders(response.headers), url).toEqual([undefined, undefined]);
         expect(response.headers.etag, url).toBeUndefined();
       }
     });
@@ -477,6 +490,7 @@ describe('a shared cache in front (undici, RFC 9111)', () => {
   it('takes its freshness from the settings', async () => {
     const app = await sqliteAppWith(defer, { SHARED_CACHE_MAX_AGE: '60', SHARED_CACHE_STALE_WHILE_REVALIDATE: '0' });
     const response = await app.inject({ method: 'GET', url: '/api/tags' });
-    expect(response.headers['cache-control']).toBe('public, max-age=0, s-maxage=60, stale-while-revalidate=0');
+    expect(response.headers['cache-control']).toBe('public, max-age=0, s-maxage=60');
+    expect(cdnHeaders(response.headers)).toEqual(['max-age=60, stale-while-revalidate=0', 'max-age=60, stale-while-revalidate=0']);
   });
 });

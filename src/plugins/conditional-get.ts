@@ -98,11 +98,21 @@ function notModifiedSince(request: FastifyRequest, reply: FastifyReply): boolean
 /**
  * Conditional GET on every GET and HEAD route: a strong ETag on each successful answer with a body (the hash of the
  * bytes sent, unless the route set its own), `If-None-Match` and `If-Modified-Since` answered 304 without a body,
- * and Cache-Control that keeps per-user answers out of shared caches. Streams (the event stream) are left alone.
+ * and Cache-Control that keeps per-user answers out of shared caches and has browsers revalidate every time. Streams
+ * (the event stream) are left alone.
  * The hooks go on the read routes only: writes do not pay for them.
  */
 export function installConditionalGet(app: FastifyInstance, config: CachingConfig): void {
-  const shared = `public, max-age=0, s-maxage=${config.sharedMaxAgeSeconds}, stale-while-revalidate=${config.staleWhileRevalidateSeconds}`;
+  // Browsers honour stale-while-revalidate as CDNs do: in Cache-Control it showed users their own browser's copy from
+  // before their write. So Cache-Control says max-age=0 (browsers revalidate every time) and s-maxage (read by shared
+  // caches only), and serving stale copies is left to CDNs, in the fields only they read: CDN-Cache-Control (RFC
+  // 9213) and Surrogate-Control (Fastly). A CDN that reads one ignores Cache-Control, so they repeat the freshness.
+  const forCdns = `max-age=${config.sharedMaxAgeSeconds}, stale-while-revalidate=${config.staleWhileRevalidateSeconds}`;
+  const sharedHeaders = {
+    'cache-control': `public, max-age=0, s-maxage=${config.sharedMaxAgeSeconds}`,
+    'cdn-cache-control': forCdns,
+    'surrogate-control': forCdns,
+  };
 
   const noStore: onSendHookHandler = async (_request, reply, payload) => {
     reply.header('cache-control', 'no-store');
@@ -120,7 +130,8 @@ export function installConditionalGet(app: FastifyInstance, config: CachingConfi
     }
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
     if (!reply.hasHeader('cache-control')) {
-      reply.header('cache-control', auth === 'required' || request.currentUser !== null ? 'private, no-cache' : shared);
+      if (auth === 'required' || request.currentUser !== null) reply.header('cache-control', 'private, no-cache');
+      else reply.headers(sharedHeaders);
     }
     let etag = reply.getHeader('etag');
     if (etag === undefined) {

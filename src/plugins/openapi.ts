@@ -73,8 +73,9 @@ const ETAG = {
 const CACHE_CONTROL = {
   type: 'string',
   description:
-    '`private, no-cache` when the answer depends on the token; otherwise shared caches may keep it (`s-maxage`, ' +
-    '`stale-while-revalidate`) and clients revalidate',
+    '`private, no-cache` when the answer depends on the token; otherwise `public, max-age=0, s-maxage=N`: browsers ' +
+    'revalidate every time, shared caches may keep it N seconds (CDNs read `CDN-Cache-Control`, which adds ' +
+    '`stale-while-revalidate`)',
 };
 const VARY = { type: 'string', description: 'Includes `Authorization`: the answer differs with the token' };
 
