@@ -280,7 +280,17 @@ describeEachDatabase(
     });
 
     it("answers the contract's 404 for an unknown author or tag, and for an unknown format", async () => {
+      // A tag only a draft carries is no more known to strangers than one nobody used: the same 404.
+      const drafter = await registerUser(app());
+      const draftTag = unique('drafted');
+      const draft = await call(app(), 'POST', '/api/articles', {
+        token: drafter.token,
+        body: { article: { title: unique('Draft '), description: 'd', body: 'b', tagList: [draftTag], status: 'draft' } },
+      });
+      expect(draft.status).toBe(201);
       for (const format of FORMATS) {
+        const drafted = await call(app(), 'GET', `/feeds/tags/${draftTag}/articles.${format}`);
+        expect(drafted).toMatchObject({ status: 404, body: { errors: { tag: ['not found'] } } });
         const author = await call(app(), 'GET', `/feeds/authors/${unique('nobody')}/articles.${format}`);
         expect(author).toMatchObject({ status: 404, body: { errors: { profile: ['not found'] } } });
         const tag = await call(app(), 'GET', `/feeds/tags/${unique('none')}/articles.${format}`);

@@ -20,8 +20,21 @@ export function findAuthor(db: Executor, username: string) {
     .executeTakeFirst();
 }
 
-export function findTag(db: Executor, name: string) {
-  return db.selectFrom('tags').select(['id', 'name']).where('name', '=', name).executeTakeFirst();
+/**
+ * A tag some public article carries now: one that only drafts, scheduled or withheld articles carry is unknown to the
+ * feed, as to GET /api/tags, so its 404 tells a stranger nothing of them. One probe of the tag's link index.
+ */
+export function findTag(db: Executor, name: string, now: number) {
+  return db
+    .selectFrom('tags')
+    .select(['id', 'name'])
+    .where('name', '=', name)
+    .where((eb) =>
+      eb.exists(
+        eb.selectFrom('article_tags as link').select(sql.lit(1).as('one')).whereRef('link.tag_id', '=', 'tags.id').where(publicLinkAt(now)),
+      ),
+    )
+    .executeTakeFirst();
 }
 
 /**

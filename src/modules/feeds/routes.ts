@@ -189,7 +189,7 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/feeds/tags/:tag/articles',
     { operation: 'TagArticles', summary: 'The newest articles with a tag', params: TagParams },
     async (db, params) => {
-      const tag = await findTag(db, params.tag!);
+      const tag = await findTag(db, params.tag!, Date.now());
       if (tag === undefined) throw notFound('tag');
       const name = feedText(tag.name);
       return {
