@@ -5,6 +5,7 @@ import { Progress } from '../scripts/bench/progress.js';
 import { seedDatabase } from '../scripts/bench/seed.js';
 import { BENCH_PASSWORD, buildPlan, MAX_COMMENTS_PER_ARTICLE, pickEvenly, SCALES, VIEWERS } from '../scripts/bench/seed-data.js';
 import { buildApp } from '../src/app.js';
+import { usernameSkeleton } from '../src/identity.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
 import { call } from './support/client.js';
 import { derivedDataMismatches } from './support/invariants.js';
@@ -125,6 +126,18 @@ for (const kind of DATABASES) {
         expect((await sql`pragma foreign_key_check`.execute(app().db)).rows).toEqual([]);
       });
     }
+
+    it('gives every user the skeleton of its name, so that a lookalike of a seeded name is refused', async () => {
+      const users = await app().db.selectFrom('users').select(['username', 'username_skeleton']).execute();
+      expect(users.filter((user) => user.username_skeleton !== usernameSkeleton(user.username))).toEqual([]);
+      // Latin a, e and o written in Cyrillic: the same letters to the eye.
+      const { username } = users.find((user) => /[aeo]/.test(user.username))!;
+      const lookalike = username.replace(/[aeo]/g, (letter) => ({ a: '\u0430', e: '\u0435', o: '\u043e' })[letter]!);
+      const refused = await call(app(), 'POST', '/api/users', {
+        body: { user: { username: lookalike, email: 'lookalike@example.com', password: 'password123' } },
+      });
+      expect([refused.status, refused.body]).toEqual([409, { errors: { username: ['looks too much like an existing username'] } }]);
+    });
 
     it('serves the data: a seeded user logs in, the list counts every article, new ids follow the seeded ones', async () => {
       const { email } = await app().db.selectFrom('users').select('email').where('id', '=', 7).executeTakeFirstOrThrow();

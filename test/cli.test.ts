@@ -84,6 +84,7 @@ const MIGRATIONS = [
   '0016_account_export',
   '0017_scheduled_link_keys',
   '0018_moderation',
+  '0019_confusables_unicode_17',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

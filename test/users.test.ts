@@ -185,6 +185,7 @@ describeEachDatabase('users', (ctx) => {
         [`Ivan${tail}`, `lvan${tail}`], // capital I and small L
         [`jake${tail}`, `\u0458ake${tail}`], // Cyrillic je
         [`admin${tail}`, `adrnin${tail}`], // m and rn
+        [`gau\u00df${tail}`, `gau\ua7d6${tail}`], // sharp s and Middle Scots S, a letter of Unicode 14 that Unicode 10's table lacked
       ];
       for (const [original, lookalike] of cases) {
         expect((await registerAs(original)).status, original).toBe(201);

@@ -1,4 +1,4 @@
-import { identityKey } from '../../src/identity.js';
+import { identityKey, lookingUnlikeAny, usernameKey, usernameSkeleton } from '../../src/identity.js';
 import { slugify } from '../../src/modules/articles/slug.js';
 import { Random, Zipf } from './random.js';
 import * as words from './words.js';
@@ -309,6 +309,7 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
       ['id', 'int'],
       ['username', 'text'],
       ['username_key', 'text'],
+      ['username_skeleton', 'text'],
       ['email', 'text'],
       ['email_key', 'text'],
       ['password_hash', 'text'],
@@ -324,17 +325,23 @@ export function tableLoads(plan: Plan, passwordHash: string): TableLoad[] {
     scale.users,
     () => {
       const random = new Random(SEED, Stream.Users);
+      const skeletons = new Set<string>();
       return (user) => {
         const id = user + 1;
-        const first = random.pick(words.FIRST_NAMES);
-        const last = random.pick(words.LAST_NAMES);
-        const username = `${first}${random.pick(['', '.', '_', '-'])}${last}${id}`;
+        let first = '';
+        let last = '';
+        const username = lookingUnlikeAny(skeletons, () => {
+          first = random.pick(words.FIRST_NAMES);
+          last = random.pick(words.LAST_NAMES);
+          return `${first}${random.pick(['', '.', '_', '-'])}${last}${id}`;
+        });
         const email = `${withoutMarks(first)}.${withoutMarks(last)}${id}@example.com`;
         const created = userCreated(user);
         return [
           id,
           username,
-          identityKey(username),
+          usernameKey(username),
+          usernameSkeleton(username),
           email,
           identityKey(email),
           passwordHash,

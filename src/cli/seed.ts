@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { sql } from 'kysely';
 import { dialectOf, type Executor } from '../db/index.js';
 import { countTriggers } from '../db/migrations/0005_counts_by_triggers.js';
-import { identityKey } from '../identity.js';
+import { identityKey, lookingUnlikeAny, usernameKey, usernameSkeleton } from '../identity.js';
 import { slugify } from '../modules/articles/slug.js';
 import { normalizeTags } from '../modules/articles/tags.js';
 import { hashPassword } from '../modules/users/passwords.js';
@@ -333,13 +333,15 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
     const userBase = Number(existing.users ?? 0);
     const articleBase = Number(existing.articles ?? 0);
 
+    const skeletons = new Set<string>();
     const users = Array.from({ length: options.users }, (_, i) => {
-      const username = `${pick(FIRST_NAMES)}${pick(LAST_NAMES)}${userBase + i + 1}`;
+      const username = lookingUnlikeAny(skeletons, () => `${pick(FIRST_NAMES)}${pick(LAST_NAMES)}${userBase + i + 1}`);
       const createdAt = between(start - 30 * DAY_MS, start);
       return {
         username,
-        username_key: identityKey(username),
-        email: `${identityKey(username)}@example.com`,
+        username_key: usernameKey(username),
+        username_skeleton: usernameSkeleton(username),
+        email: `${usernameKey(username)}@example.com`,
         email_key: identityKey(`${username}@example.com`),
         password_hash: passwordHash,
         bio: below(3) === 0 ? null : `${pick(SENTENCES)} ${pick(SENTENCES)}`,

@@ -19,6 +19,7 @@ import { accountDeletion } from './migrations/0015_account_deletion.js';
 import { accountExport } from './migrations/0016_account_export.js';
 import { scheduledLinkKeys } from './migrations/0017_scheduled_link_keys.js';
 import { moderation } from './migrations/0018_moderation.js';
+import { confusablesUnicode17 } from './migrations/0019_confusables_unicode_17.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -45,6 +46,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0016_account_export': accountExport(dialect),
     '0017_scheduled_link_keys': scheduledLinkKeys(dialect),
     '0018_moderation': moderation(dialect),
+    '0019_confusables_unicode_17': confusablesUnicode17,
   };
   return new Migrator({
     db,

@@ -2,7 +2,7 @@ import { type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, type 
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
 import { isQueryCanceled } from '../../db/unavailable.js';
-import { identityKey } from '../../identity.js';
+import { usernameKey } from '../../identity.js';
 import { type Screening, screenedAuthors } from '../profiles/blocks.js';
 import { presentTo } from '../profiles/queries.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
@@ -66,7 +66,7 @@ export const olderThan = (time: string, id: string, cursor: TimeCursor) =>
 const userByName = (db: Executor, username: string, screenedBy: Screening | undefined) =>
   db
     .selectFrom('users')
-    .where('users.username_key', '=', identityKey(username))
+    .where('users.username_key', '=', usernameKey(username))
     .where((eb) => presentTo(eb, null))
     .$if(screenedBy !== undefined, (query) => query.where('users.id', 'not in', screenedAuthors(db, screenedBy!)));
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
-import { identityKey } from '../../identity.js';
+import { usernameKey } from '../../identity.js';
 import { withArticleView } from '../articles/view.js';
 import { publicArticles, publicLinkAt } from '../articles/visibility.js';
 import { presentTo } from '../profiles/queries.js';
@@ -15,7 +15,7 @@ export function findAuthor(db: Executor, username: string) {
   return db
     .selectFrom('users')
     .select(['id', 'username', 'updated_at'])
-    .where('username_key', '=', identityKey(username))
+    .where('username_key', '=', usernameKey(username))
     .where((eb) => presentTo(eb, null))
     .executeTakeFirst();
 }

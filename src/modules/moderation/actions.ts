@@ -2,7 +2,7 @@ import type { Executor } from '../../db/index.js';
 import type { Role } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
-import { identityKey } from '../../identity.js';
+import { usernameKey } from '../../identity.js';
 import { setArticleHidden } from '../articles/write.js';
 import type { EventType } from '../events/catalogue.js';
 import { appendEvent, mentionOf } from '../events/outbox.js';
@@ -62,7 +62,7 @@ export async function findModeratedUser(db: Executor, username: string) {
   const user = await db
     .selectFrom('users')
     .select(['id', 'username', 'role', 'suspended_at', 'suspended_until', 'suspension_reason', 'purge_at'])
-    .where('username_key', '=', identityKey(username))
+    .where('username_key', '=', usernameKey(username))
     .executeTakeFirst();
   if (user === undefined || (user.purge_at !== null && user.purge_at <= Date.now())) throw notFound('profile');
   return user;

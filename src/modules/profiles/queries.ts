@@ -1,7 +1,7 @@
 import type { ExpressionBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { Database } from '../../db/schema.js';
-import { identityKey } from '../../identity.js';
+import { usernameKey } from '../../identity.js';
 import { changeWithEvent } from '../events/outbox.js';
 import { noBlockBetween, type Screening, screeningFlags } from './blocks.js';
 
@@ -83,7 +83,7 @@ export function findProfile(
       followedByViewer(eb, viewerId).as('following'),
       ...screeningFlags(eb, db, screener),
     ])
-    .where('users.username_key', '=', identityKey(username))
+    .where('users.username_key', '=', usernameKey(username))
     .where((eb) => presentTo(eb, viewerId))
     .executeTakeFirst();
 }

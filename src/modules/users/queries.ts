@@ -2,7 +2,7 @@ import type { ExpressionBuilder } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
 import type { Database, Role } from '../../db/schema.js';
 import { inTransaction, type Precondition } from '../../db/transaction.js';
-import { identityKey, usernameSkeleton } from '../../identity.js';
+import { identityKey, usernameKey, usernameSkeleton } from '../../identity.js';
 import { appendEvent } from '../events/outbox.js';
 import { screenedIdsColumn } from '../profiles/blocks.js';
 import { toProfile } from '../profiles/queries.js';
@@ -77,7 +77,7 @@ export async function findPasswordHash(db: Executor, id: number): Promise<string
 
 /** Whether an account has this username, a leaving one included (it keeps its name until it is purged). */
 export async function isUsernameTaken(db: Executor, username: string): Promise<boolean> {
-  const holder = await db.selectFrom('users').select('id').where('username_key', '=', identityKey(username)).executeTakeFirst();
+  const holder = await db.selectFrom('users').select('id').where('username_key', '=', usernameKey(username)).executeTakeFirst();
   return holder !== undefined;
 }
 
@@ -117,7 +117,7 @@ export function insertAccount(
         .insertInto('users')
         .values({
           username,
-          username_key: identityKey(username),
+          username_key: usernameKey(username),
           username_skeleton: usernameSkeleton(username),
           email: user.email,
           email_key: identityKey(user.email),
@@ -170,7 +170,7 @@ export function updateAccount(
           updated_at: now,
           ...(username !== undefined && {
             username,
-            username_key: identityKey(username),
+            username_key: usernameKey(username),
             username_skeleton: usernameSkeleton(username),
           }),
           ...(changes.email !== undefined && { email: changes.email, email_key: identityKey(changes.email) }),

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Executor } from '../../db/index.js';
 import { alreadyTaken, HttpError, LOOKALIKE_USERNAME } from '../../errors.js';
-import { identityKey, usernameSkeleton } from '../../identity.js';
+import { identityKey, usernameKey, usernameSkeleton } from '../../identity.js';
 
 /** How long a purged account's username and email stay out of reach of every other account. */
 export const RESERVATION_MS = 30 * 86_400_000;
@@ -21,7 +21,7 @@ function digests(identity: { username?: string; email?: string }): Array<{ kind:
     ...(username === undefined
       ? []
       : [
-          { kind: 'username' as const, digest: digestOf('username', identityKey(username)) },
+          { kind: 'username' as const, digest: digestOf('username', usernameKey(username)) },
           { kind: 'lookalike' as const, digest: digestOf('lookalike', usernameSkeleton(username)) },
         ]),
     ...(email === undefined ? [] : [{ kind: 'email' as const, digest: digestOf('email', identityKey(email)) }]),
