@@ -117,7 +117,7 @@ export const SETTINGS = Type.Object(
       '5s',
       'how long a statement the server sends PostgreSQL may run, time spent waiting for locks included (`statement_timeout` ' +
         'on its connections, for requests and background work alike); past it PostgreSQL cancels it and the request is ' +
-        'answered 503 with `Retry-After`. Migrations, at start or by `conduit migrate`, and the other `conduit` commands ' +
+        'answered 503 with `Retry-After`. Migrations, at start or by `conduit migrate`, account purges and the other `conduit` commands ' +
         'run without it. `0`: none',
       { zero: true },
     ),

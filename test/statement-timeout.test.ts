@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openDatabase } from '../src/db/index.js';
 import { migrateToLatest } from '../src/db/migrate.js';
+import { purgeAccount } from '../src/modules/users/purge.js';
 import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
-import { call } from './support/client.js';
+import { call, registerUser } from './support/client.js';
 import { lockTable, lockWaiter } from './support/locks.js';
 import { childEnv, runConduit } from './support/processes.js';
 
@@ -66,6 +67,26 @@ describe.skipIf(!DATABASES.includes('postgres'))('DATABASE_STATEMENT_TIMEOUT on 
     try {
       expect(await heldPastTheTimeout('kysely_migration', () => migrateToLatest(database))).toEqual([]);
       // The migration's connection went back to the pool that serves requests: its timeout must be there again.
+      const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(database.db);
+      expect(rows).toEqual([{ statement_timeout: '1s' }]);
+    } finally {
+      await database.destroy();
+    }
+  });
+
+  it('leaves an account purge unbounded, and the timeout is back afterwards', async () => {
+    const leaver = await registerUser(app, 'leaver');
+    // Due only by the clock given to the purge, so that the app's own purge pass leaves the account to this one.
+    const due = Date.now() + 60 * 60 * 1000;
+    const database = openDatabase(testConfig(scratch.url, TIMEOUT).database);
+    try {
+      const { id } = await database.db
+        .updateTable('users')
+        .set({ purge_at: due })
+        .where('username', '=', leaver.username)
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      expect(await heldPastTheTimeout('idempotency_keys', () => purgeAccount(database.db, id, due))).toBe(true);
       const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(database.db);
       expect(rows).toEqual([{ statement_timeout: '1s' }]);
     } finally {

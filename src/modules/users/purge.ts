@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { schedulePurge } from '../../db/purge.js';
 import { inTransaction } from '../../db/transaction.js';
@@ -30,6 +31,9 @@ const REDACTED = JSON.stringify({ redacted: true });
 export function purgeAccount(db: Executor, id: number, now: number): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     if (dialectOf(trx) === 'postgres') {
+      // Off for this transaction alone (DATABASE_STATEMENT_TIMEOUT bounds requests): the cascades are as big as the
+      // account, and a purge cancelled every time would leave it never erased.
+      await sql`set local statement_timeout = 0`.execute(trx);
       // The articles the cascades change, before the users row, in the order other writes lock articles then users:
       // the account's own (deleted) and those it favorited (their counts move).
       await trx
