@@ -1,10 +1,12 @@
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openDatabase } from '../src/db/index.js';
 import { createScratchDatabase, deferPerTest, type ScratchDatabase, sqliteAppWith, testConfig } from './support/app.js';
@@ -496,5 +498,26 @@ describe('limits shared by the workers of a WORKERS=2 cluster, without Redis', (
     );
     expect(responses.map((response) => response.status)).toEqual([201, 201, 201, 429, 429]);
     await vi.waitFor(() => expect(workersThatAnswered(responses).size).toBe(2), { timeout: 5000, interval: 100 });
+  });
+
+  it('lets requests through, after a wait, when the primary does not answer; the worker warns once', async () => {
+    const worker = fork(path.join(import.meta.dirname, 'support', 'worker-of-silent-primary.mjs'), {
+      env: childEnv(scratch!.url, { ...LIMITS, RATE_LIMIT_MAX: '1', LOG_LEVEL: 'warn' }),
+      stdio: 'ignore',
+    });
+    onTestFinished(() => {
+      worker.kill('SIGKILL');
+    });
+    const report = await new Promise<{ statuses: number[]; tookMs: number; warnings: number }>((resolve, reject) => {
+      // Its spends arrive here too, and go unanswered.
+      worker.on('message', (message: { report?: { statuses: number[]; tookMs: number; warnings: number } }) => {
+        if (message.report) resolve(message.report);
+      });
+      worker.on('exit', (code) => reject(new Error(`the worker exited with ${code} before reporting`)));
+    });
+    // Over the limit of 1, yet served: a stuck primary must not turn into an outage of every worker.
+    expect(report.statuses).toEqual([200, 200]);
+    expect(report.tookMs).toBeGreaterThanOrEqual(2 * 500);
+    expect(report.warnings).toBe(1);
   });
 });
