@@ -66,6 +66,8 @@ export interface BuildOptions {
   logStream?: LogDestination;
   /** False when whoever starts the app has migrated already: the cluster primary, once for all its workers. */
   migrate?: boolean;
+  /** True in a WORKERS cluster's worker: the limits count in the primary, for every worker at once (without Redis). */
+  countInPrimary?: boolean;
 }
 
 /**
@@ -141,7 +143,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // After CORS, so that browsers can read these refusals too; before auth, so that they cost no database work.
   installSecurityHeaders(app);
   await installOverloadProtection(app, config.overload);
-  await installRateLimits(app, config.rateLimits);
+  await installRateLimits(app, config.rateLimits, options.countInPrimary === true);
   // After CORS, so that a 401 still carries the CORS headers a browser needs to read it.
   installAuth(app);
   installHealthRoutes(app, database);

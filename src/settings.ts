@@ -193,7 +193,7 @@ export const SETTINGS = Type.Object(
         errorMessage: 'must be a redis:// or rediss:// URL',
         description:
           "`redis://[:password@]host:6379[/db]` or `rediss://`: the limits' counters, shared by every process and instance. " +
-          'Unset, each process counts on its own. Must answer at start',
+          "Unset, each instance counts on its own, its `WORKERS` together in the cluster's primary. Must answer at start",
       }),
     ),
     REDIS_KEY_PREFIX: Type.String({

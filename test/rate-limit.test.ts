@@ -1,13 +1,17 @@
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openDatabase } from '../src/db/index.js';
-import { createScratchDatabase, deferPerTest, sqliteAppWith, testConfig } from './support/app.js';
-import { freePort } from './support/processes.js';
+import { createScratchDatabase, deferPerTest, type ScratchDatabase, sqliteAppWith, testConfig } from './support/app.js';
+import { unique } from './support/client.js';
+import { childEnv, freePort, type RunningServer, SERVER_ENTRY, startServer } from './support/processes.js';
 
 // The counters live in memory or Redis, never in the database: SQLite is enough here.
 
@@ -373,5 +377,147 @@ describe.skipIf(noRedis !== null && !process.env.CI)('limits shared through Redi
     await expect(buildApp(config, { database })).rejects.toThrow(
       /^REDIS_URL: cannot connect to Redis at 127\.0\.0\.1:\d+ \(connection refused\); /,
     );
+  });
+});
+
+/** One request on a connection of its own from `from` (any 127/8 address reaches the loopback server). */
+function sendOnNewConnection(
+  base: string,
+  method: string,
+  url: string,
+  options: { from: string; token?: string; body?: unknown },
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
+  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const headers: Record<string, string> = {};
+  if (payload !== undefined) headers['content-type'] = 'application/json';
+  if (options.token !== undefined) headers.authorization = `Token ${options.token}`;
+  return new Promise((resolve, reject) => {
+    const sent = http.request(new URL(url, base), { method, headers, agent: false, localAddress: options.from }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk) => (text += chunk));
+      response.on('end', () =>
+        resolve({ status: response.statusCode!, headers: response.headers, body: text === '' ? undefined : JSON.parse(text) }),
+      );
+    });
+    sent.on('error', reject);
+    sent.end(payload);
+  });
+}
+
+type Answer = Awaited<ReturnType<typeof sendOnNewConnection>>;
+
+/** `count` requests, each sent once the one before was answered. */
+async function oneAfterAnother(count: number, send: (index: number) => Promise<Answer>): Promise<Answer[]> {
+  const answers: Answer[] = [];
+  for (let i = 0; i < count; i++) answers.push(await send(i));
+  return answers;
+}
+
+describe('limits shared by the workers of a WORKERS=2 cluster, without Redis', () => {
+  let scratch: ScratchDatabase | undefined;
+  let server: RunningServer | undefined;
+  const LIMITS = { RATE_LIMIT_MAX: '10', WRITE_RATE_LIMIT_MAX: '3', AUTH_RATE_LIMIT_MAX: '3', AUTH_ADDRESS_RATE_LIMIT_MAX: '4' };
+  // The overload guard has tests of its own: a busy machine must not answer these 503 and spoil the counts.
+  const STEADY = { OVERLOAD_EVENT_LOOP_DELAY_MS: '0' };
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('sqlite');
+    server = await startServer(SERVER_ENTRY, [], childEnv(scratch.url, { ...LIMITS, ...STEADY, WORKERS: '2', LOG_LEVEL: 'info' }));
+    // The first worker to listen answers already; the connections are shared out once both do.
+    const listening = () => server!.output().match(/Conduit listening on/g)?.length ?? 0;
+    await vi.waitFor(() => expect(listening()).toBe(2), { timeout: 20_000, interval: 100 });
+  });
+
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    await scratch?.drop();
+  });
+
+  /** The pids of the workers that answered these requests, read from their request lines. */
+  const workersThatAnswered = (responses: { headers: http.IncomingHttpHeaders }[]) => {
+    const ids = new Set(responses.map((response) => response.headers['x-request-id']));
+    const lines = server!
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"request completed"'))
+      .map((line) => JSON.parse(line));
+    return new Set(lines.filter((line) => ids.has(line.reqId)).map((line) => line.pid));
+  };
+
+  it('refuses a client past RATE_LIMIT_MAX requests in all, whichever worker each connection reaches', async () => {
+    const responses = await oneAfterAnother(15, () => sendOnNewConnection(server!.base, 'GET', '/api/tags', { from: '127.0.0.2' }));
+    expect(responses.map((response) => response.status)).toEqual([...Array(10).fill(200), ...Array(5).fill(429)]);
+    // One count for the client, not one per worker.
+    const remaining = responses.slice(0, 10).map((response) => Number(response.headers['x-ratelimit-remaining']));
+    expect(remaining).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    await vi.waitFor(() => expect(workersThatAnswered(responses).size).toBe(2), { timeout: 5000, interval: 100 });
+  });
+
+  it('locks an account out after AUTH_RATE_LIMIT_MAX failed logins in all, sent to both workers', async () => {
+    const base = server!.base;
+    const name = unique('lockout');
+    const user = { username: name, email: `${name}@example.com`, password: 'password123' };
+    expect((await sendOnNewConnection(base, 'POST', '/api/users', { from: '127.0.1.1', body: { user } })).status).toBe(201);
+    // Each from an address of its own, so that only the account's limit applies.
+    const responses = await oneAfterAnother(6, (i) =>
+      sendOnNewConnection(base, 'POST', '/api/users/login', {
+        from: `127.0.1.${i + 2}`,
+        body: { user: { email: user.email, password: `wrong-${i}-password` } },
+      }),
+    );
+    expect(responses.map((response) => response.status)).toEqual([401, 401, 401, 429, 429, 429]);
+    const right = { user: { email: user.email, password: user.password } };
+    expect((await sendOnNewConnection(base, 'POST', '/api/users/login', { from: '127.0.1.9', body: right })).status).toBe(429);
+    await vi.waitFor(() => expect(workersThatAnswered(responses).size).toBe(2), { timeout: 5000, interval: 100 });
+  });
+
+  it('holds registrations and logins from one address to AUTH_ADDRESS_RATE_LIMIT_MAX in all', async () => {
+    // Each for an account of its own, so that only the address's limit applies.
+    const responses = await oneAfterAnother(6, () =>
+      sendOnNewConnection(server!.base, 'POST', '/api/users/login', {
+        from: '127.0.2.1',
+        body: { user: { email: `${unique('nobody')}@example.com`, password: 'password123' } },
+      }),
+    );
+    expect(responses.map((response) => response.status)).toEqual([401, 401, 401, 401, 429, 429]);
+    await vi.waitFor(() => expect(workersThatAnswered(responses).size).toBe(2), { timeout: 5000, interval: 100 });
+  });
+
+  it("spends an account's WRITE_RATE_LIMIT_MAX once, whichever worker each write reaches", async () => {
+    const base = server!.base;
+    const name = unique('writer');
+    const user = { username: name, email: `${name}@example.com`, password: 'password123' };
+    const registered = await sendOnNewConnection(base, 'POST', '/api/users', { from: '127.0.3.1', body: { user } });
+    const responses = await oneAfterAnother(5, (i) =>
+      sendOnNewConnection(base, 'POST', '/api/articles', {
+        from: '127.0.3.1',
+        token: registered.body.user.token,
+        body: { article: { title: `Budget ${name} ${i}`, description: 'd', body: 'b' } },
+      }),
+    );
+    expect(responses.map((response) => response.status)).toEqual([201, 201, 201, 429, 429]);
+    await vi.waitFor(() => expect(workersThatAnswered(responses).size).toBe(2), { timeout: 5000, interval: 100 });
+  });
+
+  it('lets requests through, after a wait, when the primary does not answer; the worker warns once', async () => {
+    const worker = fork(path.join(import.meta.dirname, 'support', 'worker-of-silent-primary.mjs'), {
+      env: childEnv(scratch!.url, { ...LIMITS, RATE_LIMIT_MAX: '1', LOG_LEVEL: 'warn' }),
+      stdio: 'ignore',
+    });
+    onTestFinished(() => {
+      worker.kill('SIGKILL');
+    });
+    const report = await new Promise<{ statuses: number[]; tookMs: number; warnings: number }>((resolve, reject) => {
+      // Its spends arrive here too, and go unanswered.
+      worker.on('message', (message: { report?: { statuses: number[]; tookMs: number; warnings: number } }) => {
+        if (message.report) resolve(message.report);
+      });
+      worker.on('exit', (code) => reject(new Error(`the worker exited with ${code} before reporting`)));
+    });
+    // Over the limit of 1, yet served: a stuck primary must not turn into an outage of every worker.
+    expect(report.statuses).toEqual([200, 200]);
+    expect(report.tookMs).toBeGreaterThanOrEqual(2 * 500);
+    expect(report.warnings).toBe(1);
   });
 });

@@ -5,6 +5,7 @@ import { type BuildOptions, buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { keepCountersForWorkers } from '../plugins/limit-counters.js';
 import { DOCS_PATH } from '../plugins/openapi.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -91,7 +92,8 @@ const say = (message: string) => console.error(`conduit[primary ${process.pid}]:
  * The cluster primary serves nothing itself: it keeps `count` workers alive on the shared port, replacing a
  * crashed one after a delay that doubles with each crash in a row (a worker that dies at start must not spin),
  * and on SIGTERM/SIGINT passes the signal on and exits once every worker has finished its requests. It
- * migrates once before forking, so workers never contend for the migration lock at start.
+ * migrates once before forking, so workers never contend for the migration lock at start, and keeps the limits'
+ * counters for all of them.
  */
 async function superviseWorkers(config: Config, count: number): Promise<void> {
   const startedAt = new Map<Worker, number>();
@@ -151,13 +153,14 @@ async function superviseWorkers(config: Config, count: number): Promise<void> {
   } finally {
     await database.destroy();
   }
+  keepCountersForWorkers();
   for (let i = 0; i < count; i++) fork();
   say(`started ${count} workers`);
 }
 
 /** `conduit serve`: one server in this process, or a cluster of `workers` processes sharing the port. */
 export async function serve(config: Config, workers: number): Promise<void> {
-  if (cluster.isWorker) return startServer(config, { migrate: false });
+  if (cluster.isWorker) return startServer(config, { migrate: false, countInPrimary: true });
   if (workers === 1) return startServer(config);
   return superviseWorkers(config, workers);
 }

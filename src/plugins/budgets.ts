@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { setWithin } from '../bounded-map.js';
+import type { WindowCounter } from './limit-counters.js';
 
 export interface Spending {
   allowed: boolean;
@@ -17,40 +17,23 @@ export interface Budget {
   refund(key: string, units: number): Promise<void>;
 }
 
-interface Window {
-  spent: number;
-  endsAt: number;
-}
-
-/**
- * Keys tracked at once in one process. Each window is a few dozen bytes, so this bounds the map at a few MB; past it
- * the oldest window is dropped, and filling it takes more distinct accounts than the per-address limits let one
- * client name within a window.
- */
-const MAX_TRACKED_KEYS = 100_000;
-
 const wholeSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
-export function budgetInProcess(max: number, windowMs: number): Budget {
-  const windows = new Map<string, Window>();
+/** What a spend gets when its counter cannot answer: the work goes ahead. */
+const passWithoutCounting = (windowMs: number): Spending => ({ allowed: true, retryAfterSeconds: wholeSeconds(windowMs) });
+
+/** The budget counted by `counter`: in this process, or in the cluster primary for every worker. */
+export function budgetOn(counter: WindowCounter, max: number, windowMs: number): Budget {
   return {
     async spend(key, units) {
-      const now = Date.now();
-      let window = windows.get(key);
-      if (window === undefined || window.endsAt <= now) {
-        // A fresh window goes to the back of the queue of what is dropped first.
-        windows.delete(key);
-        window = { spent: 0, endsAt: now + windowMs };
-        setWithin(windows, MAX_TRACKED_KEYS, key, window);
+      try {
+        const tally = await counter.spend(key, units, max, windowMs);
+        return { allowed: tally.allowed, retryAfterSeconds: wholeSeconds(tally.ttlMs) };
+      } catch {
+        return passWithoutCounting(windowMs);
       }
-      const allowed = window.spent + units <= max;
-      if (allowed) window.spent += units;
-      return { allowed, retryAfterSeconds: wholeSeconds(window.endsAt - now) };
     },
-    async refund(key, units) {
-      const window = windows.get(key);
-      if (window !== undefined) window.spent = Math.max(0, window.spent - units);
-    },
+    refund: (key, units) => counter.refund(key, units),
   };
 }
 
@@ -77,7 +60,7 @@ export function budgetInRedis(redis: Redis, keyPrefix: string, max: number, wind
         const [allowed, ttlMs] = (await redis.eval(SPEND, 1, `${keyPrefix}${key}`, windowMs, max, units)) as [number, number];
         return { allowed: allowed === 1, retryAfterSeconds: wholeSeconds(ttlMs) };
       } catch {
-        return { allowed: true, retryAfterSeconds: wholeSeconds(windowMs) };
+        return passWithoutCounting(windowMs);
       }
     },
     async refund(key, units) {

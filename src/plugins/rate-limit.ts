@@ -1,4 +1,4 @@
-import rateLimit, { normalizeIP } from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStore, normalizeIP, type RateLimitPluginOptions } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config, RateLimitConfig } from '../config.js';
@@ -6,7 +6,8 @@ import { type HttpError, rateLimited } from '../errors.js';
 import { identityKey } from '../identity.js';
 import { READ_METHODS } from '../read-methods.js';
 import { SettingError, systemProblem } from '../setting-error.js';
-import { budgetInProcess, budgetInRedis } from './budgets.js';
+import { type Budget, budgetInRedis, budgetOn } from './budgets.js';
+import { countersInPrimary, countersInProcess, type LimitCounters, type WindowCounter } from './limit-counters.js';
 import { withHookAfter } from './route-hooks.js';
 
 declare module 'fastify' {
@@ -115,13 +116,63 @@ function writeUnits(request: FastifyRequest): number {
 }
 
 /**
+ * Where the counts live without Redis: in this process, or, in a WORKERS cluster, in the primary, which every worker
+ * asks; otherwise each of N workers would let a client through N times as often.
+ */
+function limitCounters(app: FastifyInstance, inPrimary: boolean): LimitCounters {
+  if (!inPrimary) return countersInProcess();
+  const primary = countersInPrimary(app.log);
+  app.addHook('onClose', async () => primary.close());
+  return primary.counters;
+}
+
+/** The plugin compares the count with its `max` itself and counts refused requests too: its spends are never refused. */
+const UNBOUNDED = Number.MAX_SAFE_INTEGER;
+
+/**
+ * @fastify/rate-limit's store over `counter`. The limiters made with `createRateLimit` share a second counter (their
+ * keys name the limit, as they do in Redis), so that the general limit's keys never push theirs out.
+ */
+function storeOn(counters: LimitCounters, counter: WindowCounter) {
+  return class implements FastifyRateLimitStore {
+    incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number) {
+      counter.spend(key, 1, UNBOUNDED, timeWindow).then((tally) => callback(null, { current: tally.spent, ttl: tally.ttlMs }), callback);
+    }
+
+    child(): FastifyRateLimitStore {
+      const LimiterStore = storeOn(counters, counters('limiters'));
+      return new LimiterStore();
+    }
+  };
+}
+
+/** Where every limit counts: the rate-limit plugin's options naming its store, and the budgets by name. */
+interface Counting {
+  pluginStore: Pick<RateLimitPluginOptions, 'store' | 'redis' | 'nameSpace'>;
+  budget(name: string, max: number, windowMs: number): Budget;
+}
+
+const countingIn = (counters: LimitCounters): Counting => ({
+  pluginStore: { store: storeOn(counters, counters('requests')) },
+  budget: (name, max, windowMs) => budgetOn(counters(name), max, windowMs),
+});
+
+// In Redis the budgets' keys (`writes:`, `login-attempts:`) keep them apart; the plugin files its limiters under one prefix.
+const countingInRedis = (redis: Redis, keyPrefix: string): Counting => ({
+  pluginStore: { redis, nameSpace: `${keyPrefix}rate-limit:` },
+  budget: (_name, max, windowMs) => budgetInRedis(redis, keyPrefix, max, windowMs),
+});
+
+/**
  * A general limit per client address on every route (in onRequest, before auth reads the database), a write budget
  * per signed-in account (before the body is read), and the registration and login guards. Counters live in this
- * process, or in Redis when set so that every instance shares them. A failing Redis lets requests through: the
- * limits protect the service, they must not take it down.
+ * process (in the cluster primary for every worker when `countInPrimary`), or in Redis when set so that every
+ * instance shares them. A failing Redis or primary lets requests through: the limits protect the service, they must
+ * not take it down.
  */
-export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig): Promise<void> {
+export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig, countInPrimary: boolean): Promise<void> {
   const redis = config.redisUrl === null ? null : await connectRedis(app, config.redisUrl);
+  const counting = redis === null ? countingIn(limitCounters(app, countInPrimary)) : countingInRedis(redis, config.redisKeyPrefix);
   await app.register(rateLimit, {
     global: false,
     max: config.max,
@@ -130,13 +181,12 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
     allowList: isExemptFromLimits,
     keyGenerator: clientKey,
     errorResponseBuilder: rateLimited,
-    ...(redis !== null && { redis, nameSpace: `${config.redisKeyPrefix}rate-limit:` }),
+    ...counting.pluginStore,
   });
   if (config.max > 0) app.addHook('onRequest', app.rateLimit());
-  const budget = (max: number, windowMs: number) =>
-    max === 0 ? null : redis === null ? budgetInProcess(max, windowMs) : budgetInRedis(redis, config.redisKeyPrefix, max, windowMs);
+  const budget = (name: string, max: number, windowMs: number) => (max === 0 ? null : counting.budget(name, max, windowMs));
 
-  const writes = budget(config.writeMax, config.windowMs);
+  const writes = budget('writes', config.writeMax, config.windowMs);
   if (writes !== null) {
     // preParsing: after the token names the account, before the body is read, parsed or validated.
     const spendWriteBudget = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -159,7 +209,7 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
   const limiter = (max: number, key: (request: FastifyRequest) => string) =>
     max > 0 ? app.createRateLimit({ max, timeWindow: config.authWindowMs, keyGenerator: key }) : null;
   const perAddress = limiter(config.authAddressMax, (request) => `address:${clientKey(request)}`);
-  const logins = budget(config.authAccountMax, config.authWindowMs);
+  const logins = budget('logins', config.authAccountMax, config.authWindowMs);
   const loginKey = (request: FastifyRequest) => `login-attempts:${accountOf(request)}`;
 
   app.decorate<AuthLimits>('authLimits', {
