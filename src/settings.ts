@@ -183,6 +183,12 @@ export const SETTINGS = Type.Object(
       'registrations and logins, whatever their outcome, per client address per `AUTH_RATE_LIMIT_WINDOW`; `0` off',
     ),
     AUTH_RATE_LIMIT_WINDOW: duration('15m', 'a duration'),
+    KNOWN_DEVICE_EXPIRES_IN: duration(
+      '90d',
+      'lifetime of the known-device value each successful login hands out (`Known-Device` header and cookie): sent back ' +
+        "at login, it lets the account's owner past a lock that others' failed logins put on the account, with failures " +
+        'of its own counted per device against `AUTH_RATE_LIMIT_MAX`',
+    ),
     REDIS_URL: Type.Optional(
       Type.String({
         format: 'redis-url',
