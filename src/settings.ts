@@ -176,7 +176,8 @@ export const SETTINGS = Type.Object(
     AUTH_RATE_LIMIT_MAX: count(
       10,
       'failed logins per account (its email, in any case) per `AUTH_RATE_LIMIT_WINDOW`, logins still being checked counted with them; ' +
-        'past it, logins to that account get 429 until the window ends, right password or not; `0` off',
+        'past it, logins to that account get 429 until the window ends, right password or not, except from devices it signed ' +
+        'in from before (`KNOWN_DEVICE_EXPIRES_IN`); `0` off',
     ),
     AUTH_ADDRESS_RATE_LIMIT_MAX: count(
       100,
