@@ -16,8 +16,11 @@ const BAD_CREDENTIALS = { errors: { credentials: ['invalid'] } };
 const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
 const defer = deferPerTest();
-/** An app with every limit off but the ones a test sets. */
-const appWith = (overrides: Record<string, string>) => sqliteAppWith(defer, overrides);
+/**
+ * An app with every limit off but the ones a test sets. Load shedding too (test/overload.test.ts covers it): on a busy
+ * machine it answered 503 where these tests wait for a limit's 429 or a login's 200.
+ */
+const appWith = (overrides: Record<string, string>) => sqliteAppWith(defer, { OVERLOAD_EVENT_LOOP_DELAY_MS: '0', ...overrides });
 
 async function send(
   app: FastifyInstance,
