@@ -25,10 +25,10 @@ export interface AuthLimits {
   countAttempt(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /**
    * For login, before its password is checked: holds one of the account's attempts, or one of the device's when the
-   * login comes from a device the account signed in from before (modules/users/devices.ts), or refuses the login
-   * when failures and checks in flight have used them all.
+   * login comes from a device the account signed in from before (`knownDevice` names it; modules/users/devices.ts,
+   * asked only while the limit is on), or refuses the login when failures and checks in flight have used them all.
    */
-  reserveLogin(request: FastifyRequest, reply: FastifyReply, knownDevice: string | null): Promise<void>;
+  reserveLogin(request: FastifyRequest, reply: FastifyReply, knownDevice: () => Promise<string | null>): Promise<void>;
   /** Gives a successful login's attempt back: only failures count. */
   loginSucceeded(request: FastifyRequest): Promise<void>;
 }
@@ -172,7 +172,8 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
     },
     async reserveLogin(request, reply, knownDevice) {
       if (logins === null) return;
-      const key = knownDevice === null ? `login-attempts:${accountOf(request)}` : `device-login-attempts:${knownDevice}`;
+      const device = await knownDevice();
+      const key = device === null ? `login-attempts:${accountOf(request)}` : `device-login-attempts:${device}`;
       const spending = await logins.spend(key, 1);
       if (!spending.allowed) throw refuse(reply, spending.retryAfterSeconds);
       reservedLogins.set(request, key);

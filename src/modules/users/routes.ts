@@ -109,10 +109,10 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: [
         app.authLimits.countAttempt,
         // Only a well-signed device value costs a read here: a stranger's login is still refused before any.
-        async (request, reply) => {
-          const device = await devices.recognise(request, () => findLoginByEmail(request.db, request.body.user.email));
-          await app.authLimits.reserveLogin(request, reply, device);
-        },
+        (request, reply) =>
+          app.authLimits.reserveLogin(request, reply, () =>
+            devices.recognise(request, () => findLoginByEmail(request.db, request.body.user.email)),
+          ),
       ],
       config: { secretFreeReplay: withFreshToken },
       schema: {
