@@ -7,7 +7,9 @@
  *      article; a bystander's list page must keep its p50 within 3 x (+ 5 ms) of the quiet one;
  *   2. memory: 2,000 spellings of one author's list URL (`limit=100`); the server's RSS may grow by 64 MiB at most;
  *   3. login race: 40 wrong passwords for one account at once from 40 addresses; no more than AUTH_RATE_LIMIT_MAX
- *      (10) may be checked.
+ *      (10) may be checked;
+ *   4. lockout: the account the race locked must still let its owner in from a device that signed in before (its
+ *      Known-Device header), and no one else, the owner on a new device included.
  */
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -144,6 +146,13 @@ async function attackOneDatabase(databaseUrl: string): Promise<Check[]> {
       passed: grown <= RSS_GROWTH_LIMIT_MIB,
     });
 
+    const ownerSignsIn = (headers: Record<string, string> = {}) =>
+      request(base, 'POST', '/api/users/login', {
+        body: { user: { email: owner.email, password: owner.password } },
+        headers: { 'x-forwarded-for': '198.51.100.7', ...headers },
+      });
+    const knownDevice = (await ownerSignsIn()).headers.get('known-device') ?? '';
+
     // 3. Login race.
     const guesses = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
@@ -156,6 +165,15 @@ async function attackOneDatabase(databaseUrl: string): Promise<Check[]> {
       name: 'login race: 40 wrong passwords at once',
       figure: `${checked} checked (401), ${refused} refused (429)`,
       passed: checked <= LOGIN_LIMIT && checked + refused === guesses.length,
+    });
+
+    // 4. Lockout.
+    const fromKnownDevice = (await ownerSignsIn({ 'known-device': knownDevice })).status;
+    const fromNewDevice = (await ownerSignsIn()).status;
+    checks.push({
+      name: 'lockout: the owner right after the race',
+      figure: `from a known device ${fromKnownDevice}, from a new one ${fromNewDevice}`,
+      passed: fromKnownDevice === 200 && fromNewDevice === 429,
     });
     return checks;
   } finally {

@@ -132,10 +132,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       'If-Match',
       'If-None-Match',
       'If-Modified-Since',
+      'Known-Device',
     ],
     // Past a limit, a browser client needs Retry-After to know when to come back; CORS hides it unless listed. A
-    // frontend needs the ETag to send If-Match.
-    exposedHeaders: ['Allow', 'ETag', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    // frontend needs the ETag to send If-Match, and a login's Known-Device to send it back (modules/users/devices.ts).
+    exposedHeaders: ['Allow', 'ETag', 'Known-Device', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
     maxAge: 86400,
     // A bare OPTIONS (no Origin) is not a preflight; answer it plainly instead of with a framework error body.
     strictPreflight: false,

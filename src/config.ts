@@ -45,6 +45,8 @@ export interface Config {
   jwtSecret: string;
   /** Token lifetime in seconds. */
   jwtTtlSeconds: number;
+  /** Lifetime in seconds of the value that marks a device its account signed in from (modules/users/devices.ts). */
+  knownDeviceTtlSeconds: number;
   /** `true` allows any origin; otherwise the exact origins allowed. */
   corsOrigins: true | string[];
   /** Server processes sharing the port (`conduit serve`). */
@@ -341,6 +343,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     dataDir,
     database: database(settings, dataDir),
     jwtTtlSeconds: parseDuration(settings.JWT_EXPIRES_IN, 'JWT_EXPIRES_IN'),
+    knownDeviceTtlSeconds: parseDuration(settings.KNOWN_DEVICE_EXPIRES_IN, 'KNOWN_DEVICE_EXPIRES_IN'),
     corsOrigins: settings.CORS_ORIGINS.includes('*') ? true : settings.CORS_ORIGINS,
     workers: settings.WORKERS,
     trustProxy: trustProxy(settings.TRUST_PROXY),

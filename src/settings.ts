@@ -179,13 +179,20 @@ export const SETTINGS = Type.Object(
     AUTH_RATE_LIMIT_MAX: count(
       10,
       'failed logins per account (its email, in any case) per `AUTH_RATE_LIMIT_WINDOW`, logins still being checked counted with them; ' +
-        'past it, logins to that account get 429 until the window ends, right password or not; `0` off',
+        'past it, logins to that account get 429 until the window ends, right password or not, except from devices it signed ' +
+        'in from before (`KNOWN_DEVICE_EXPIRES_IN`); `0` off',
     ),
     AUTH_ADDRESS_RATE_LIMIT_MAX: count(
       100,
       'registrations and logins, whatever their outcome, per client address per `AUTH_RATE_LIMIT_WINDOW`; `0` off',
     ),
     AUTH_RATE_LIMIT_WINDOW: duration('15m', 'a duration'),
+    KNOWN_DEVICE_EXPIRES_IN: duration(
+      '90d',
+      'lifetime of the known-device value each successful login hands out (`Known-Device` header and cookie): sent back ' +
+        "at login, it lets the account's owner past a lock that others' failed logins put on the account, with failures " +
+        'of its own counted per device against `AUTH_RATE_LIMIT_MAX`',
+    ),
     REDIS_URL: Type.Optional(
       Type.String({
         format: 'redis-url',

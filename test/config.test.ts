@@ -55,6 +55,7 @@ describe('loadConfig', () => {
       database: { kind: 'sqlite', file: path.join(dataDir, 'conduit.db'), synchronous: 'full' },
       jwtSecret: SECRET,
       jwtTtlSeconds: 30 * 86400,
+      knownDeviceTtlSeconds: 90 * 86400,
       corsOrigins: true,
       workers: 1,
       trustProxy: false,

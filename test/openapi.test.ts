@@ -96,7 +96,7 @@ const parameterKeys = (operation: Node, root: Node) =>
 
 /**
  * What this server adds to the spec's own operations, none of it needed by a client written for the spec: optional
- * query parameters, and answer fields such clients ignore. Anything else extra is still a difference.
+ * query parameters and headers, and answer fields such clients ignore. Anything else extra is still a difference.
  */
 const LIFECYCLE_FIELDS = ['publishAt', 'publishedAt', 'status'];
 /** What its author reads about a hide (CONTRACT.md, Moderation): absent for everyone else. */
@@ -106,6 +106,8 @@ const ADDITIONS: Record<string, string[]> = {
   'GET /articles 200': ['nextCursor', 'partial'],
   'GET /articles 200.articles[]': ['snippet', ...ARTICLE_FIELDS],
   'GET /articles/feed': ['query:cursor'],
+  // An optional header that lets the owner's device past a lock strangers put on the account (modules/users/devices.ts).
+  'POST /users/login': ['header:known-device'],
   'GET /articles/feed 200': ['nextCursor'],
   'GET /articles/feed 200.articles[]': ARTICLE_FIELDS,
   'GET /articles/{slug}/comments 200.comments[]': ['moderation'],

@@ -20,14 +20,20 @@ const BAD_CREDENTIALS = { errors: { credentials: ['invalid'] } };
 const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
 const defer = deferPerTest();
-/** An app with every limit off but the ones a test sets. */
+/** An app with every limit off but the ones a test sets (testConfig's load shedding stays off too). */
 const appWith = (overrides: Record<string, string>) => sqliteAppWith(defer, overrides);
 
-async function send(app: FastifyInstance, method: 'GET' | 'POST', url: string, options: { from?: string; body?: unknown } = {}) {
+async function send(
+  app: FastifyInstance,
+  method: 'GET' | 'POST',
+  url: string,
+  options: { from?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   const response = await app.inject({
     method,
     url,
     remoteAddress: options.from ?? '127.0.0.1',
+    headers: options.headers,
     ...(options.body !== undefined && { payload: options.body as object }),
   });
   return { status: response.statusCode, headers: response.headers, body: response.body === '' ? undefined : response.json() };
@@ -35,8 +41,8 @@ async function send(app: FastifyInstance, method: 'GET' | 'POST', url: string, o
 
 const register = (app: FastifyInstance, name: string, from?: string) =>
   send(app, 'POST', '/api/users', { from, body: { user: { username: name, email: `${name}@example.com`, password: 'password123' } } });
-const login = (app: FastifyInstance, email: string, password: string, from?: string) =>
-  send(app, 'POST', '/api/users/login', { from, body: { user: { email, password } } });
+const login = (app: FastifyInstance, email: string, password: string, from?: string, headers?: Record<string, string>) =>
+  send(app, 'POST', '/api/users/login', { from, headers, body: { user: { email, password } } });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function expectRateLimited(response: Awaited<ReturnType<typeof send>>, label?: string) {
@@ -235,6 +241,155 @@ describe('login guard per account', () => {
   });
 });
 
+const MINUTE = 60_000;
+
+/** The clock of every counter, moved by hand: minutes of an attack pass in a moment. Real again after the test. */
+function fakeClock(): (ms: number) => void {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  defer(async () => vi.useRealTimers());
+  const start = Date.now();
+  return (ms) => vi.setSystemTime(start + ms);
+}
+
+const knownDevice = (response: Awaited<ReturnType<typeof send>>) => {
+  expect(response.status).toBe(200);
+  return { 'known-device': String(response.headers['known-device']) };
+};
+
+/**
+ * An attacker who knows the owner's email sends a wrong password every 6 seconds (10 a minute) for 30 minutes from
+ * ever-changing addresses; the owner, signed in once before, logs in every minute from that device. Answers the
+ * passwords the attacker had checked in each 15-minute window, and how long the owner was kept out.
+ */
+async function siege(app: FastifyInstance) {
+  const at = fakeClock();
+  expect((await register(app, 'owner')).status).toBe(201);
+  let device = knownDevice(await login(app, 'owner@example.com', 'password123', '198.51.100.1'));
+  const checkedPerWindow = [0, 0];
+  let lockedOutMs = 0;
+  let lockedOutSince: number | null = null;
+  for (let second = 0; second < 30 * 60; second += 6) {
+    at(second * 1000);
+    const guess = await login(app, 'owner@example.com', `guess-${second}`, `203.0.113.${(second % 250) + 1}`);
+    if (guess.status === 401) checkedPerWindow[Math.floor(second / (15 * 60))]! += 1;
+    else expectRateLimited(guess, `guess at ${second} s`);
+    if (second % 60 !== 0) continue;
+    at(second * 1000 + 3000);
+    const owners = await login(app, 'owner@example.com', 'password123', '198.51.100.1', device);
+    if (owners.status === 200) {
+      if (lockedOutSince !== null) lockedOutMs += Date.now() - lockedOutSince;
+      lockedOutSince = null;
+      device = knownDevice(owners);
+    } else {
+      expectRateLimited(owners, `owner at ${second} s`);
+      lockedOutSince ??= Date.now();
+    }
+  }
+  // A client that does not send the value back (a new device, a page on another origin that kept no header) is
+  // counted like anyone else, and is locked out with them.
+  at(30 * MINUTE - 1000);
+  expectRateLimited(await login(app, 'owner@example.com', 'password123', '198.51.100.2'));
+  at(30 * MINUTE);
+  if (lockedOutSince !== null) lockedOutMs += Date.now() - lockedOutSince;
+  return { checkedPerWindow, lockedOutMs };
+}
+
+describe('known devices past the login guard', () => {
+  it('an attacker at 10 tries a minute for 30 minutes keeps the owner out for 0 s and gets 10 guesses per 15 minutes', async () => {
+    const app = await appWith({ AUTH_RATE_LIMIT_MAX: '10', AUTH_RATE_LIMIT_WINDOW: '15m' });
+    expect(await siege(app)).toEqual({ checkedPerWindow: [10, 10], lockedOutMs: 0 });
+  });
+
+  it("counts a device's failures apart: a stolen value gets the limit in guesses, even at once; other devices and strangers are untouched", async () => {
+    const app = await appWith({ AUTH_RATE_LIMIT_MAX: '3', AUTH_RATE_LIMIT_WINDOW: '15m' });
+    await register(app, 'owner');
+    const stolen = knownDevice(await login(app, 'owner@example.com', 'password123'));
+    const kept = knownDevice(await login(app, 'owner@example.com', 'password123'));
+    const guesses = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => login(app, 'owner@example.com', `guess-${i}`, `203.0.113.${i + 1}`, stolen)),
+    );
+    expect(guesses.filter((guess) => guess.status === 401)).toHaveLength(3);
+    for (const refused of guesses.filter((guess) => guess.status !== 401)) expectRateLimited(refused);
+    expectRateLimited(await login(app, 'owner@example.com', 'password123', undefined, stolen));
+    expect((await login(app, 'owner@example.com', 'password123', undefined, kept)).status).toBe(200);
+    expect((await login(app, 'owner@example.com', 'password123')).status).toBe(200);
+  });
+
+  it('travels as a header and as an HttpOnly, SameSite=Strict cookie for the login route only, Secure over https', async () => {
+    const app = await appWith({ AUTH_RATE_LIMIT_MAX: '1', KNOWN_DEVICE_EXPIRES_IN: '30d', TRUST_PROXY: '127.0.0.1' });
+    await register(app, 'owner');
+    const plain = await login(app, 'owner@example.com', 'password123');
+    const value = knownDevice(plain)['known-device'];
+    expect(value.length).toBeLessThanOrEqual(256);
+    expect(plain.headers['set-cookie']).toBe(
+      `conduit_device=${value}; Path=/api/users/login; Max-Age=${30 * 86400}; HttpOnly; SameSite=Strict`,
+    );
+    const overHttps = await login(app, 'owner@example.com', 'password123', undefined, { 'x-forwarded-proto': 'https' });
+    expect(String(overHttps.headers['set-cookie'])).toMatch(/; HttpOnly; SameSite=Strict; Secure$/);
+    // Locked for everyone but the device.
+    expect((await login(app, 'owner@example.com', 'wrong-password', '203.0.113.1')).status).toBe(401);
+    expectRateLimited(await login(app, 'owner@example.com', 'password123'));
+    const cookie = { cookie: `theme=dark; conduit_device=${value}` };
+    expect((await login(app, 'owner@example.com', 'password123', undefined, cookie)).status).toBe(200);
+    // A page on another origin may send it and read the new one.
+    const preflight = await app.inject({
+      method: 'OPTIONS',
+      url: '/api/users/login',
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'known-device',
+      },
+    });
+    expect(String(preflight.headers['access-control-allow-headers']).toLowerCase()).toContain('known-device');
+    const fromPage = await login(app, 'owner@example.com', 'password123', undefined, {
+      origin: 'https://app.example.com',
+      'known-device': value,
+    });
+    expect(fromPage.status).toBe(200);
+    expect(String(fromPage.headers['access-control-expose-headers']).toLowerCase()).toContain('known-device');
+  });
+
+  it("is counted like a stranger's login when forged, expired, for another account, or from before a password change", async () => {
+    const app = await appWith({ AUTH_RATE_LIMIT_MAX: '1', AUTH_RATE_LIMIT_WINDOW: '2h', KNOWN_DEVICE_EXPIRES_IN: '1h' });
+    const at = fakeClock();
+    await register(app, 'owner');
+    await register(app, 'other');
+    const before = await login(app, 'owner@example.com', 'password123');
+    const beforeChange = knownDevice(before);
+    const change = await app.inject({
+      method: 'PUT',
+      url: '/api/user',
+      headers: { authorization: `Token ${before.body.user.token}` },
+      payload: { user: { password: 'password456' } },
+    });
+    expect(change.statusCode).toBe(200);
+    const current = knownDevice(await login(app, 'owner@example.com', 'password456'));
+    const others = knownDevice(await login(app, 'other@example.com', 'password123'));
+    const value = current['known-device'];
+    const signatureAt = value.lastIndexOf('.') + 1;
+    const otherSignature = {
+      'known-device': `${value.slice(0, signatureAt)}${value[signatureAt] === 'A' ? 'B' : 'A'}${value.slice(signatureAt + 1)}`,
+    };
+    const otherAccount = { 'known-device': value.replace(/^\d+\./, `${others['known-device'].split('.')[0]}.`) };
+
+    expect((await login(app, 'owner@example.com', 'wrong-password', '203.0.113.1')).status).toBe(401);
+    for (const [label, headers] of Object.entries({ beforeChange, others, otherSignature, otherAccount })) {
+      expectRateLimited(await login(app, 'owner@example.com', 'password456', undefined, headers), label);
+    }
+    expect((await login(app, 'owner@example.com', 'password456', undefined, current)).status).toBe(200);
+    at(61 * MINUTE);
+    expectRateLimited(await login(app, 'owner@example.com', 'password456', undefined, current), 'expired');
+  });
+
+  it('refuses a Known-Device header longer than any value handed out with 422', async () => {
+    const app = await appWith({});
+    const response = await login(app, 'owner@example.com', 'password123', undefined, { 'known-device': 'a'.repeat(257) });
+    expect(response.status).toBe(422);
+    expect(Object.keys(response.body.errors)).toEqual(['known-device']);
+  });
+});
+
 describe('registration and login guard per client address', () => {
   it('refuses registrations and logins from an address past AUTH_ADDRESS_RATE_LIMIT_MAX, whatever their outcome', async () => {
     const app = await appWith({ AUTH_ADDRESS_RATE_LIMIT_MAX: '3' });
@@ -341,6 +496,11 @@ describe.skipIf(noRedis !== null && !process.env.CI)('limits shared through Redi
     expect((await login(app, 'regular@example.com', 'password123')).status).toBe(200);
     expect((await login(app, 'regular@example.com', 'wrong-password')).status).toBe(401);
     expectRateLimited(await login(app, 'regular@example.com', 'password123'));
+  });
+
+  it("keeps a known device's owner signed in through a 30-minute attack, with the attacker's guesses counted in Redis", async () => {
+    const app = await appWith({ ...shared(), AUTH_RATE_LIMIT_MAX: '10', AUTH_RATE_LIMIT_WINDOW: '15m' });
+    expect(await siege(app)).toEqual({ checkedPerWindow: [10, 10], lockedOutMs: 0 });
   });
 
   it('lets requests through, without waiting, while Redis is unreachable', async () => {

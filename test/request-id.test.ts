@@ -109,7 +109,7 @@ describe('request ids and logs', () => {
     expect(lines).toEqual([]);
   });
 
-  it('never logs a password or a token', async () => {
+  it('never logs a password, a token or a known-device value', async () => {
     const username = unique('secretive');
     const password = `pw-${unique()}-not-for-logs`;
     const registered = await call(app, 'POST', '/api/users', {
@@ -117,7 +117,9 @@ describe('request ids and logs', () => {
     });
     expect(registered.status).toBe(201);
     const token: string = registered.body.user.token;
-    await call(app, 'POST', '/api/users/login', { body: { user: { email: `${username}@example.com`, password } } });
+    const login = { body: { user: { email: `${username}@example.com`, password } } };
+    const device = String((await call(app, 'POST', '/api/users/login', login)).headers['known-device']);
+    await call(app, 'POST', '/api/users/login', { ...login, headers: { 'known-device': device, cookie: `conduit_device=${device}` } });
     await call(app, 'GET', '/api/user', { token });
     await call(app, 'PUT', '/api/user', { token, body: { user: { password: `${password}-new` } } });
     await call(app, 'GET', '/api/user', { token: `${token}tampered` });
@@ -127,6 +129,8 @@ describe('request ids and logs', () => {
     expect(all).not.toContain(password);
     expect(all).not.toContain(token);
     expect(all).not.toContain(token.split('.')[2]);
+    expect(device.split('.')).toHaveLength(5);
+    expect(all).not.toContain(device.split('.')[4]);
   });
 });
 

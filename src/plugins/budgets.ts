@@ -37,34 +37,40 @@ export function budgetOn(counter: WindowCounter, max: number, windowMs: number):
   };
 }
 
-// One script each, so that spending and refusing are one step for every instance sharing Redis.
+// One script each, so that spending and refusing are one step for every instance sharing Redis. The window's end is
+// kept beside its count, on the instances' clock rather than Redis's, so that every counter runs on one clock (which
+// tests can move); the key's expiry only clears it away once it is over.
 const SPEND = `
-local spent = redis.call('INCRBY', KEYS[1], ARGV[3])
-if spent == tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if spent > tonumber(ARGV[2]) then
-  redis.call('DECRBY', KEYS[1], ARGV[3])
-  return {0, ttl}
-end
-return {1, ttl}`;
+local now, windowMs, max, units = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local window = redis.call('HMGET', KEYS[1], 'spent', 'ends')
+local spent, ends = tonumber(window[1]) or 0, tonumber(window[2]) or 0
+if ends <= now then spent, ends = 0, now + windowMs end
+if spent + units > max then return {0, ends - now} end
+redis.call('HSET', KEYS[1], 'spent', spent + units, 'ends', ends)
+redis.call('PEXPIRE', KEYS[1], ends - now)
+return {1, ends - now}`;
 const REFUND = `
-local spent = tonumber(redis.call('GET', KEYS[1]) or '0')
-if spent > 0 then redis.call('DECRBY', KEYS[1], math.min(spent, tonumber(ARGV[1]))) end
+local spent = tonumber(redis.call('HGET', KEYS[1], 'spent') or '0')
+if spent > 0 then redis.call('HSET', KEYS[1], 'spent', math.max(0, spent - tonumber(ARGV[1]))) end
 return 0`;
 
-/** The same budget kept in Redis for every instance. While Redis fails, work goes ahead, as every other limit does. */
+/**
+ * The same budget kept in Redis for every instance. While Redis fails, work goes ahead, as every other limit does.
+ * Its keys are hashes under `budget:`, apart from the counters of versions that kept plain numbers.
+ */
 export function budgetInRedis(redis: Redis, keyPrefix: string, max: number, windowMs: number): Budget {
+  const redisKey = (key: string) => `${keyPrefix}budget:${key}`;
   return {
     async spend(key, units) {
       try {
-        const [allowed, ttlMs] = (await redis.eval(SPEND, 1, `${keyPrefix}${key}`, windowMs, max, units)) as [number, number];
+        const [allowed, ttlMs] = (await redis.eval(SPEND, 1, redisKey(key), Date.now(), windowMs, max, units)) as [number, number];
         return { allowed: allowed === 1, retryAfterSeconds: wholeSeconds(ttlMs) };
       } catch {
         return passWithoutCounting(windowMs);
       }
     },
     async refund(key, units) {
-      await redis.eval(REFUND, 1, `${keyPrefix}${key}`, units).catch(() => {});
+      await redis.eval(REFUND, 1, redisKey(key), units).catch(() => {});
     },
   };
 }

@@ -25,10 +25,11 @@ export interface AuthLimits {
   /** preHandler: every registration or login counts against the client address. */
   countAttempt(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /**
-   * preHandler for login: holds one of the account's attempts before its password is checked, or refuses the
-   * login when failures and checks in flight have used them all.
+   * For login, before its password is checked: holds one of the account's attempts, or one of the device's when the
+   * login comes from a device the account signed in from before (`knownDevice` names it; modules/users/devices.ts,
+   * asked only while the limit is on), or refuses the login when failures and checks in flight have used them all.
    */
-  reserveLogin(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  reserveLogin(request: FastifyRequest, reply: FastifyReply, knownDevice: () => Promise<string | null>): Promise<void>;
   /** Gives a successful login's attempt back: only failures count. */
   loginSucceeded(request: FastifyRequest): Promise<void>;
 }
@@ -210,19 +211,26 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
     max > 0 ? app.createRateLimit({ max, timeWindow: config.authWindowMs, keyGenerator: key }) : null;
   const perAddress = limiter(config.authAddressMax, (request) => `address:${clientKey(request)}`);
   const logins = budget('logins', config.authAccountMax, config.authWindowMs);
-  const loginKey = (request: FastifyRequest) => `login-attempts:${accountOf(request)}`;
+  // The owner's devices count apart, so that strangers' failures never lock them out, each device on its own, so
+  // that a stolen device value gives no more guesses than the account's own budget.
+  const reservedLogins = new WeakMap<FastifyRequest, string>();
 
   app.decorate<AuthLimits>('authLimits', {
     async countAttempt(request, reply) {
       const state = await perAddress?.(request);
       if (state && !state.isAllowed && state.isExceeded) throw refuse(reply, state.ttlInSeconds);
     },
-    async reserveLogin(request, reply) {
-      const spending = await logins?.spend(loginKey(request), 1);
-      if (spending && !spending.allowed) throw refuse(reply, spending.retryAfterSeconds);
+    async reserveLogin(request, reply, knownDevice) {
+      if (logins === null) return;
+      const device = await knownDevice();
+      const key = device === null ? `login-attempts:${accountOf(request)}` : `device-login-attempts:${device}`;
+      const spending = await logins.spend(key, 1);
+      if (!spending.allowed) throw refuse(reply, spending.retryAfterSeconds);
+      reservedLogins.set(request, key);
     },
     async loginSucceeded(request) {
-      await logins?.refund(loginKey(request), 1);
+      const key = reservedLogins.get(request);
+      if (key !== undefined) await logins?.refund(key, 1);
     },
   });
 }

@@ -15,7 +15,7 @@ import { call, createArticle, registerUser, type TestUser } from './client.js';
 
 /**
  * Property-based fuzzing of the whole HTTP surface through `app.inject()`: hostile bodies, query strings, path
- * parameters and headers (Authorization, Content-Type, X-Request-Id, Idempotency-Key) on every route, mixed with valid tokens, slugs and usernames from a small fixture so that
+ * parameters and headers (Authorization, Content-Type, X-Request-Id, Idempotency-Key, Known-Device and its cookie) on every route, mixed with valid tokens, slugs and usernames from a small fixture so that
  * many requests get past authentication and validation into the handlers and the database.
  * The properties are the contract's: never a 5xx, JSON with the contract's error body on every 4xx, the route's
  * success body on every 2xx, a safe X-Request-Id, and no prototype pollution.
@@ -473,6 +473,13 @@ const requestId = fc.oneof(
 /** Fresh keys, keys reused across different requests, and keys too long or blank. */
 const idempotencyKey = fc.oneof(fc.uuid(), fc.constantFrom('fuzz-1', 'fuzz-2', '', ' ', 'k'.repeat(255), 'k'.repeat(256)), headerText(40));
 
+/** Values shaped like a login's known-device value (modules/users/devices.ts), or not, or longer than allowed. */
+const knownDevice = fc.oneof(
+  fc.stringMatching(/^\d{1,16}\.\d{1,16}\.[\w-]{22}\.\d{1,16}\.[\w-]{43}$/),
+  fc.constantFrom('', '.', '....', '1.0.x.1.y', `1.0.${'a'.repeat(22)}.9999999999.${'b'.repeat(43)}`, 'v'.repeat(256), 'v'.repeat(257)),
+  headerText(60),
+);
+
 /** A JSON text object with `__proto__` and `constructor.prototype` keys, which JSON.stringify never writes. */
 const pollutingText = (key: string, inner: fc.Arbitrary<unknown>) =>
   fc.tuple(inner, hostileValue).map(([value, payload]) => {
@@ -545,6 +552,11 @@ function requests(specs: RouteSpec[], fixture: Fixture): fc.Arbitrary<FuzzReques
           'content-type': contentType,
           'x-request-id': fc.option(requestId, { nil: undefined }),
           'idempotency-key': fc.option(idempotencyKey, { nil: undefined, freq: 3 }),
+          'known-device': fc.option(knownDevice, { nil: undefined, freq: 3 }),
+          cookie: fc.option(
+            knownDevice.map((value) => `conduit_device=${value}`),
+            { nil: undefined, freq: 3 },
+          ),
         })
         .map((headers) => Object.fromEntries(Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined))),
       body: body(spec),

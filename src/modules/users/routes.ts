@@ -7,6 +7,7 @@ import { ifMatchPrecondition, strongTag } from '../../plugins/conditional-get.js
 import type { SecretFreeReplay } from '../../plugins/idempotency.js';
 import { errorResponses, IfMatchHeaders, toIso } from '../../schemas.js';
 import { signedIn } from './auth.js';
+import { createKnownDevices } from './devices.js';
 import { cancelDeletion, requestDeletion } from './leaving.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { purgeAccount } from './purge.js';
@@ -20,7 +21,7 @@ import {
   isUsernameTaken,
   updateAccount,
 } from './queries.js';
-import { DeleteUserBody, DeletionResponse, LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
+import { DeleteUserBody, DeletionResponse, KnownDeviceHeaders, LoginBody, RegisterBody, UpdateUserBody, UserResponse } from './schemas.js';
 import { canonicalUsername } from './username.js';
 
 const toUser = (account: Account, token: string) => ({
@@ -101,20 +102,32 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
+  const devices = createKnownDevices(app.config.jwtSecret, app.config.knownDeviceTtlSeconds);
   app.post(
     '/users/login',
     {
-      preHandler: [app.authLimits.countAttempt, app.authLimits.reserveLogin],
+      preHandler: [
+        app.authLimits.countAttempt,
+        // Only a well-signed device value costs a read here: a stranger's login is still refused before any.
+        (request, reply) =>
+          app.authLimits.reserveLogin(request, reply, () =>
+            devices.recognise(request, () => findLoginByEmail(request.db, request.body.user.email)),
+          ),
+      ],
       config: { secretFreeReplay: withFreshToken },
       schema: {
         tags: ['users'],
         operationId: 'Login',
         summary: 'Log in',
+        description:
+          'A successful login answers a `Known-Device` header (and a cookie of the same value for the login route). ' +
+          "Sent back at later logins, it lets this device past a lock that others' failed logins put on the account.",
+        headers: KnownDeviceHeaders,
         body: LoginBody,
         response: { 200: UserResponse, ...errorResponses(401, 422, 429) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { email, password } = request.body.user;
       const login = await findLoginByEmail(request.db, email);
       // Unknown email and wrong password do the same work, keep their attempt and give the same answer.
@@ -122,6 +135,7 @@ export const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw invalidCredentials();
       }
       await app.authLimits.loginSucceeded(request);
+      devices.remember(request, reply, login);
       return toUser(login, await app.tokens.issue(login));
     },
   );

@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox';
 import { ROLES } from '../../db/schema.js';
 import { MESSAGE_KEYWORD } from '../../plugins/validation.js';
 import { NullableString, RequiredText, Wrapped } from '../../schemas.js';
+import { KNOWN_DEVICE_HEADER, KNOWN_DEVICE_MAX_LENGTH } from './devices.js';
 
 export const USERNAME_MAX = 64;
 export const EMAIL_MAX = 254;
@@ -27,6 +28,16 @@ const Bio = NullableString({ maxLength: 1000 });
 const Image = NullableString({ maxLength: 2048, pattern: '^$|^https?://\\S+$', [MESSAGE_KEYWORD]: 'must be an http(s) URL' });
 
 export const RegisterBody = Wrapped('user', Type.Object({ username: Username, email: Email, password: Password }));
+export const KnownDeviceHeaders = Type.Object({
+  [KNOWN_DEVICE_HEADER]: Type.Optional(
+    Type.String({
+      maxLength: KNOWN_DEVICE_MAX_LENGTH,
+      description:
+        "The `Known-Device` value of this device's last successful login, for clients that send no cookies. One that " +
+        "is expired, forged, or for another account is ignored: the login counts like anyone else's.",
+    }),
+  ),
+});
 export const LoginBody = Wrapped('user', Type.Object({ email: RequiredText(EMAIL_MAX), password: RequiredText(PASSWORD_MAX) }));
 export const UpdateUserBody = Wrapped(
   'user',
