@@ -9,8 +9,12 @@ import { sendWebhook } from './send.js';
 
 /** How often an idle worker looks for due deliveries: the most a new event waits before it goes out. */
 const POLL_MS = 250;
-/** Attempts in flight per process; each holds a socket and waits on someone else's server. */
-const IN_FLIGHT_MAX = 8;
+/**
+ * Attempts in flight per process; each holds a socket and waits on someone else's server, which costs little while
+ * it waits. With every owner held to OWNER_SHARE (queue.ts), eight owners' slow receivers fit before anyone else
+ * waits for a slot, and then only for the next one to free up.
+ */
+const IN_FLIGHT_MAX = 16;
 /** After the database failed a claim: no point asking four times a second while it is down. */
 const ERROR_PAUSE_MS = 5_000;
 /** A claimed delivery comes due again this long after its attempt could last, should the process die meanwhile. */
