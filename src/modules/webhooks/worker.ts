@@ -11,8 +11,8 @@ import { sendWebhook } from './send.js';
 const POLL_MS = 250;
 /**
  * Attempts in flight per process; each holds a socket and waits on someone else's server, which costs little while
- * it waits. With every owner held to OWNER_SHARE (queue.ts), eight owners' slow receivers fit before anyone else
- * waits for a slot, and then only for the next one to free up.
+ * it waits. With every owner held to OWNER_SHARE (queue.ts), seven owners' slow receivers still leave room for
+ * everyone else, and past that another owner waits only for the next slot to free up.
  */
 const IN_FLIGHT_MAX = 16;
 /** After the database failed a claim: no point asking four times a second while it is down. */
