@@ -67,21 +67,22 @@ export const OWNER_SHARE = 2;
 
 /**
  * Held by a claim on PostgreSQL for its transaction: claims from every process run one at a time, each seeing the
- * leases of the one before, so OWNER_SHARE holds across instances and no delivery is claimed twice. A claim is one
- * short statement, four times a second per process; SQLite's one writer serialises them already.
+ * leases of the one before, so OWNER_SHARE holds across instances and no delivery is claimed twice. A claim is a few
+ * short statements, four times a second per process; SQLite's one writer serialises them already.
  */
 const CLAIM_LOCK = 0x5745_4248;
 
 /**
  * The due deliveries ranked for a fair share of the slots. `turn` numbers each owner's due deliveries (oldest first);
- * with the deliveries the owner already has on their way it gives `load`, how many they would have once this one
- * is claimed. Round-robin: every owner's next delivery before anyone's one after, then the owner whose endpoints
- * were claimed longest ago, then the delivery due longest. So a receiver that holds every request for the whole
- * time-out costs its owner their share, and anyone else waits at most for the next free slot.
+ * `load`, that plus the deliveries the owner already has on their way, is how many they would have once this one is
+ * claimed. Round-robin: every owner's next delivery before anyone's one after, then the owner whose endpoints were
+ * claimed longest ago, then the delivery due longest. So a receiver that holds every request for the whole time-out
+ * costs its owner their share, and anyone else waits at most for the next free slot.
  */
-function rankedDue(db: Executor, now: number) {
-  return dueDeliveries(db, now).select((eb) => [
+function fairShare(db: Executor, now: number, limit: number) {
+  const ranked = dueDeliveries(db, now).select((eb) => [
     'd.id',
+    'd.endpoint_id',
     'd.next_attempt_at',
     sql<number>`row_number() over (partition by ${sql.ref('w.owner_id')} order by ${sql.ref('d.next_attempt_at')}, ${sql.ref('d.id')})`.as(
       'turn',
@@ -100,6 +101,15 @@ function rankedDue(db: Executor, now: number) {
       .whereRef('cw.owner_id', '=', 'w.owner_id')
       .as('served_at'),
   ]);
+  const load = sql`ranked.turn + ranked.on_their_way`;
+  return db
+    .selectFrom(ranked.as('ranked'))
+    .select(['ranked.id', 'ranked.endpoint_id'])
+    .where(load, '<=', OWNER_SHARE)
+    .orderBy(load)
+    .orderBy('ranked.served_at')
+    .orderBy('ranked.next_attempt_at')
+    .limit(limit);
 }
 
 /**
@@ -114,38 +124,33 @@ export async function claimDue(database: DatabaseHandle, now: number, limit: num
   const leasedUntil = now + leaseMs;
   const claimed = await inTransaction(db, async (trx) => {
     if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(CLAIM_LOCK)})`.execute(trx);
-    const leased = await trx
-      .updateTable('webhook_deliveries')
-      .set({ next_attempt_at: leasedUntil, leased_until: leasedUntil })
+    const chosen = await fairShare(trx, now, limit).execute();
+    if (chosen.length === 0) return [];
+    // Endpoints before their deliveries, the order in which deleting an endpoint locks them: no deadlock between the two.
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ last_claimed_at: now })
       .where(
         'id',
         'in',
-        trx
-          .selectFrom(rankedDue(trx, now).as('ranked'))
-          .select('ranked.id')
-          .where(sql`ranked.turn + ranked.on_their_way`, '<=', OWNER_SHARE)
-          .orderBy(sql`ranked.turn + ranked.on_their_way`)
-          .orderBy('ranked.served_at')
-          .orderBy('ranked.next_attempt_at')
-          .limit(limit),
+        chosen.map(({ endpoint_id }) => endpoint_id),
       )
-      // Checked again on the row itself: a delivery given up or deleted since the ranking read it stays as it is.
-      .where('status', '=', PENDING)
-      .where('next_attempt_at', '<=', now)
-      .returning(['id', 'endpoint_id'])
       .execute();
-    if (leased.length > 0) {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ last_claimed_at: now })
+    return (
+      trx
+        .updateTable('webhook_deliveries')
+        .set({ next_attempt_at: leasedUntil, leased_until: leasedUntil })
         .where(
           'id',
           'in',
-          leased.map(({ endpoint_id }) => endpoint_id),
+          chosen.map(({ id }) => id),
         )
-        .execute();
-    }
-    return leased;
+        // Checked again on the row itself: a delivery given up or deleted since the ranking read it stays as it is.
+        .where('status', '=', PENDING)
+        .where('next_attempt_at', '<=', now)
+        .returning('id')
+        .execute()
+    );
   });
   if (claimed.length === 0) return [];
   const rows = await db
