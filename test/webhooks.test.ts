@@ -17,7 +17,7 @@ import {
   testConfig,
 } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser } from './support/client.js';
-import { fakeDns } from './support/fake-dns.js';
+import { fakeDns, fakeDnsDelays } from './support/fake-dns.js';
 import { childEnv, NO_RATE_LIMITS, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
 vi.mock('node:dns', async (importOriginal) => {
@@ -387,20 +387,26 @@ for (const kind of DATABASES) {
     it('fails a delivery to a refused host at once, saying the same of an internal name and of one that does not exist', async () => {
       fakeDns.set('intranet.example.test', ['10.1.2.3']);
       fakeDns.set('nowhere.example.test', 'nonexistent');
+      // Asking the whole DNS about a made-up name takes longer than the server's own resolver takes over an internal one.
+      const lookupMs = 1_500;
+      fakeDnsDelays.set('nowhere.example.test', lookupMs);
       const author = await registerUser(app, 'oracle');
       const internal = await addedWebhook(app, author, 'http://intranet.example.test/hook');
       const nonexistent = await addedWebhook(app, author, 'http://nowhere.example.test/hook');
       await createArticle(app, author.token);
-      // All the log shows of a delivery but its own id and times.
+      // All the log shows of a delivery but its own id and times; of those, how long it took to fail.
       const logOf = async (id: number) => {
         const [latest] = (await call(app, 'GET', `/api/webhooks/${id}/deliveries`, { token: author.token })).body.deliveries;
-        const { id: _delivery, createdAt: _created, finishedAt: _finished, ...shown } = latest;
-        return shown;
+        const { id: _delivery, createdAt, finishedAt, ...shown } = latest;
+        return { shown, tookMs: Date.parse(finishedAt) - Date.parse(createdAt) };
       };
-      const failed = (delivery: { status: string }) => delivery.status === 'failed';
+      const failed = ({ shown }: { shown: { status: string } }) => shown.status === 'failed';
       // The retry window is the default day: only failing at once ends them within the wait.
-      const shownForInternal = await eventually(() => logOf(internal.id), failed, 'the internal name to fail');
-      const shownForNonexistent = await eventually(() => logOf(nonexistent.id), failed, 'the nonexistent name to fail');
+      const forInternal = await eventually(() => logOf(internal.id), failed, 'the internal name to fail');
+      const forNonexistent = await eventually(() => logOf(nonexistent.id), failed, 'the nonexistent name to fail');
+      // Recorded as of the start of the attempt, the slow lookup shows in neither.
+      expect(forNonexistent.tookMs).toBeLessThan(lookupMs);
+      const [shownForInternal, shownForNonexistent] = [forInternal.shown, forNonexistent.shown];
       expect(shownForInternal).toEqual({
         eventId: expect.any(String),
         eventType: 'article.created',

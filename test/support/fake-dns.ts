@@ -7,6 +7,8 @@ import { isIP } from 'node:net';
  * only the lookup can catch it.
  */
 export const fakeDns = new Map<string, string[] | 'nonexistent'>();
+/** How long the answer for a name takes, when not at once: a made-up name can take longer than an internal one. */
+export const fakeDnsDelays = new Map<string, number>();
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void;
 
@@ -14,16 +16,18 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, addresses: LookupAdd
 export function withFakeLookup(dns: typeof import('node:dns')) {
   const lookup = (hostname: string, options: LookupAllOptions, callback: LookupCallback) => {
     const answer = fakeDns.get(hostname);
-    if (answer === undefined) dns.lookup(hostname, options, callback);
-    else if (answer === 'nonexistent')
-      setImmediate(() => callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []));
-    else
-      setImmediate(() =>
-        callback(
-          null,
-          answer.map((address) => ({ address, family: isIP(address) })),
-        ),
-      );
+    if (answer === undefined) {
+      dns.lookup(hostname, options, callback);
+      return;
+    }
+    const answered = () =>
+      answer === 'nonexistent'
+        ? callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), [])
+        : callback(
+            null,
+            answer.map((address) => ({ address, family: isIP(address) })),
+          );
+    setTimeout(answered, fakeDnsDelays.get(hostname) ?? 0);
   };
   return { ...dns, lookup };
 }

@@ -102,14 +102,17 @@ export function startDeliveryWorker(
   };
 
   const attempt = async (delivery: ClaimedDelivery) => {
+    const startedAt = Date.now();
     const message = {
       // Standard Webhooks' message id, the same on every retry and replay: what receivers deduplicate by.
       id: `evt_${delivery.event.id}`,
-      timestampSeconds: Math.floor(Date.now() / 1000),
+      timestampSeconds: Math.floor(startedAt / 1000),
       body: envelope(delivery.event),
     };
     const result = await sendWebhook(delivery.url, message, delivery.secret, sendOptions);
-    const outcome = await recordAttempt(database.writer, delivery, result, Date.now(), config);
+    // A refusal is recorded as of when the attempt began: its end would show how long the lookup took, which tells an
+    // internal name from a made-up one as surely as the error would.
+    const outcome = await recordAttempt(database.writer, delivery, result, result.refused ? startedAt : Date.now(), config);
     metrics.attempts.labels({ outcome }).inc();
     if (outcome === 'delivered') metrics.lag.observe((Date.now() - delivery.event.createdAt) / 1000);
   };
