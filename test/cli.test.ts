@@ -85,6 +85,7 @@ const MIGRATIONS = [
   '0017_scheduled_link_keys',
   '0018_moderation',
   '0019_confusables_unicode_17',
+  '0020_webhook_fair_share',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

@@ -1,20 +1,29 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
+import { openDatabase } from '../src/db/index.js';
+import { type ClaimedDelivery, claimDue, OWNER_SHARE, recordAttempt } from '../src/modules/webhooks/queue.js';
 import { verifySignature } from '../src/modules/webhooks/signature.js';
 import {
   createScratchDatabase,
   DATABASES,
   type DatabaseKind,
+  type Defer,
   deferPerTest,
   type ScratchDatabase,
   sqliteAppWith,
   testConfig,
 } from './support/app.js';
 import { call, createArticle, registerUser, type TestUser } from './support/client.js';
+import { fakeDns, fakeDnsDelays } from './support/fake-dns.js';
 import { childEnv, NO_RATE_LIMITS, request, SERVER_ENTRY, startServer } from './support/processes.js';
+
+vi.mock('node:dns', async (importOriginal) => {
+  const { withFakeLookup } = await import('./support/fake-dns.js');
+  return withFakeLookup(await importOriginal<typeof import('node:dns')>());
+});
 
 interface Received {
   path: string;
@@ -62,9 +71,13 @@ async function eventually<T>(read: () => T | Promise<T>, done: (value: T) => boo
   }
 }
 
-/** An app whose webhooks may call the loopback receiver, retrying after 20 ms instead of 5 s. */
+/**
+ * An app whose webhooks may call the loopback receiver, retrying after 20 ms instead of 5 s. Without the overload
+ * guard, which has tests of its own: on a busy machine it answered the fair-share tests' setup (dozens of requests
+ * in a row from one client) 503.
+ */
 async function webhookApp(databaseUrl: string, overrides: Record<string, string> = {}): Promise<FastifyInstance> {
-  const config = testConfig(databaseUrl, { WEBHOOK_ALLOW_LOOPBACK: 'true', ...overrides });
+  const config = testConfig(databaseUrl, { WEBHOOK_ALLOW_LOOPBACK: 'true', OVERLOAD_EVENT_LOOP_DELAY_MS: '0', ...overrides });
   return buildApp({ ...config, webhooks: { ...config.webhooks, backoffBaseMs: 20 } });
 }
 
@@ -370,6 +383,46 @@ for (const kind of DATABASES) {
         expect(Object.keys(response.body.errors), bad).toEqual(['cursor']);
       }
     });
+
+    it('fails a delivery to a refused host at once, saying the same of an internal name and of one that does not exist', async () => {
+      fakeDns.set('intranet.example.test', ['10.1.2.3']);
+      fakeDns.set('nowhere.example.test', 'nonexistent');
+      // Asking the whole DNS about a made-up name takes longer than the server's own resolver takes over an internal one.
+      const lookupMs = 1_500;
+      fakeDnsDelays.set('nowhere.example.test', lookupMs);
+      const author = await registerUser(app, 'oracle');
+      const internal = await addedWebhook(app, author, 'http://intranet.example.test/hook');
+      const nonexistent = await addedWebhook(app, author, 'http://nowhere.example.test/hook');
+      await createArticle(app, author.token);
+      // All the log shows of a delivery but its own id and times; of those, how long it took to fail.
+      const logOf = async (id: number) => {
+        const [latest] = (await call(app, 'GET', `/api/webhooks/${id}/deliveries`, { token: author.token })).body.deliveries;
+        const { id: _delivery, createdAt, finishedAt, ...shown } = latest;
+        return { shown, tookMs: Date.parse(finishedAt) - Date.parse(createdAt) };
+      };
+      const failed = ({ shown }: { shown: { status: string } }) => shown.status === 'failed';
+      // The retry window is the default day: only failing at once ends them within the wait.
+      const forInternal = await eventually(() => logOf(internal.id), failed, 'the internal name to fail');
+      const forNonexistent = await eventually(() => logOf(nonexistent.id), failed, 'the nonexistent name to fail');
+      // Recorded as of the start of the attempt, the slow lookup shows in neither.
+      expect(forNonexistent.tookMs).toBeLessThan(lookupMs);
+      const [shownForInternal, shownForNonexistent] = [forInternal.shown, forNonexistent.shown];
+      expect(shownForInternal).toEqual({
+        eventId: expect.any(String),
+        eventType: 'article.created',
+        status: 'failed',
+        attempts: 1,
+        lastStatus: null,
+        lastLatencyMs: null,
+        lastError: 'host not found or not allowed',
+        nextAttemptAt: null,
+      });
+      expect(shownForNonexistent).toEqual(shownForInternal);
+      // The endpoints stay enabled: once the name points somewhere allowed, the next event goes out.
+      for (const { id } of [internal, nonexistent]) {
+        expect((await call(app, 'GET', `/api/webhooks/${id}`, { token: author.token })).body.webhook).toMatchObject({ enabled: true });
+      }
+    });
   });
 
   describe(`webhooks past the retry window [${kind}]`, () => {
@@ -460,6 +513,131 @@ describe.each(postgres)('two instances on one database [%s]', (kind) => {
     const ids = received().map((entry) => String(entry.headers['webhook-id']));
     expect(ids).toHaveLength(24);
     expect(new Set(ids).size).toBe(24);
+  });
+});
+
+const LEASE_MS = 60_000;
+
+/**
+ * An app that queues deliveries and sends none, so that a test claims them as a worker would. `queueFor` gives a new
+ * owner `endpoints` endpoints and one article: a due delivery at each endpoint.
+ */
+async function queueOnly(kind: DatabaseKind, defer: Defer) {
+  const scratch = await createScratchDatabase(kind);
+  defer(() => scratch.drop());
+  const app = await webhookApp(scratch.url, { WEBHOOKS_DELIVERY: 'off' });
+  defer(() => app.close());
+  const ownerOf = new Map<number, string>();
+  return {
+    async queueFor(owner: string, endpoints: number) {
+      const user = await registerUser(app, owner);
+      for (let n = 0; n < endpoints; n++) ownerOf.set((await addedWebhook(app, user, `http://127.0.0.1:9/${owner}/${n}`)).id, owner);
+      await createArticle(app, user.token);
+    },
+    /** A database handle of its own, as another process would have. */
+    worker() {
+      const handle = openDatabase(testConfig(scratch.url).database);
+      defer(() => handle.destroy());
+      return handle;
+    },
+    ownerOf: (delivery: ClaimedDelivery) => ownerOf.get(delivery.endpointId),
+    countByOwner(claimed: ClaimedDelivery[]) {
+      const counts: Record<string, number> = {};
+      for (const { endpointId } of claimed) {
+        const owner = ownerOf.get(endpointId) ?? 'unknown';
+        counts[owner] = (counts[owner] ?? 0) + 1;
+      }
+      return counts;
+    },
+  };
+}
+
+describe.each(DATABASES)('a fair share of the delivery slots [%s]', (kind) => {
+  const defer = deferPerTest();
+  const policy = { retryForMs: 60_000, backoffBaseMs: 1_000 };
+  const delivered = { ok: true, refused: false, status: 200, latencyMs: 1, error: null };
+
+  it("holds each owner to their share, so a bystander's delivery goes out beside many slow endpoints, then round-robin", async () => {
+    const queue = await queueOnly(kind, defer);
+    for (const owner of ['a', 'b', 'c']) await queue.queueFor(owner, 10);
+    await queue.queueFor('bystander', 1);
+    const worker = queue.worker();
+    const now = Date.now();
+    const out = await claimDue(worker, now, 16, LEASE_MS);
+    expect(queue.countByOwner(out)).toEqual({ a: OWNER_SHARE, b: OWNER_SHARE, c: OWNER_SHARE, bystander: 1 });
+    // Every owner has their share on its way: nothing more goes until one comes back, however many slots are free.
+    expect(await claimDue(worker, now, 16, LEASE_MS)).toEqual([]);
+
+    // One of a's comes back. A newcomer, with nothing on its way, goes ahead of a's next; then a has its share again.
+    const backFromA = out.find((delivery) => queue.ownerOf(delivery) === 'a');
+    await recordAttempt(worker.writer, backFromA!, delivered, now, policy);
+    await queue.queueFor('newcomer', 1);
+    const newcomer = await claimDue(worker, Date.now(), 1, LEASE_MS);
+    expect(queue.countByOwner(newcomer)).toEqual({ newcomer: 1 });
+    const second = await claimDue(worker, Date.now(), 16, LEASE_MS);
+    expect(queue.countByOwner(second)).toEqual({ a: 1 });
+
+    // All back: a quiet owner's one delivery, queued last, goes before the older ones of the owners served already,
+    // and those take turns, one each before anyone's second.
+    for (const delivery of [...out, ...newcomer, ...second]) await recordAttempt(worker.writer, delivery, delivered, Date.now(), policy);
+    await queue.queueFor('quiet', 1);
+    expect(queue.countByOwner(await claimDue(worker, Date.now(), 1, LEASE_MS))).toEqual({ quiet: 1 });
+    expect(queue.countByOwner(await claimDue(worker, Date.now(), 3, LEASE_MS))).toEqual({ a: 1, b: 1, c: 1 });
+  });
+
+  it("delivers a bystander's event at once while other owners' receivers hold every request", async () => {
+    const scratch = await createScratchDatabase(kind);
+    defer(() => scratch.drop());
+    const app = await webhookApp(scratch.url, { WEBHOOK_TIMEOUT: '60s' });
+    defer(() => app.close());
+    let held = 0;
+    const slow = createServer(() => {
+      held++;
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    defer(async () => {
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
+    });
+    const receiver = await startReceiver();
+    defer(() => receiver.close());
+    const { port } = slow.address() as AddressInfo;
+
+    for (const name of ['a', 'b', 'c']) {
+      const user = await registerUser(app, name);
+      for (let n = 0; n < 10; n++) await addedWebhook(app, user, `http://127.0.0.1:${port}/${name}/${n}`);
+      await createArticle(app, user.token);
+    }
+    await eventually(
+      () => held,
+      (count) => count >= 3 * OWNER_SHARE,
+      "the slow owners' shares",
+    );
+    const bystander = await registerUser(app, 'bystander');
+    await addedWebhook(app, bystander, receiver.url('/bystander'));
+    await createArticle(app, bystander.token);
+    // Far less than the 60 s the slow receivers hold each slot for.
+    await eventually(
+      () => receiver.at('/bystander'),
+      (list) => list.length === 1,
+      "the bystander's delivery",
+      5_000,
+    );
+    expect(held).toBe(3 * OWNER_SHARE);
+  });
+});
+
+// SQLite's processes take turns at its one writer lock, which processes inside one test cannot share.
+describe.each(postgres)('a fair share across processes [%s]', (kind) => {
+  const defer = deferPerTest();
+
+  it('holds each owner to their share when several processes claim at once', async () => {
+    const queue = await queueOnly(kind, defer);
+    for (const owner of ['a', 'b', 'c']) await queue.queueFor(owner, 10);
+    const workers = [queue.worker(), queue.worker(), queue.worker()];
+    const now = Date.now();
+    const claimed = await Promise.all([...workers, ...workers].map((worker) => claimDue(worker, now, 16, LEASE_MS)));
+    expect(queue.countByOwner(claimed.flat())).toEqual({ a: OWNER_SHARE, b: OWNER_SHARE, c: OWNER_SHARE });
   });
 });
 

@@ -20,6 +20,7 @@ import { accountExport } from './migrations/0016_account_export.js';
 import { scheduledLinkKeys } from './migrations/0017_scheduled_link_keys.js';
 import { moderation } from './migrations/0018_moderation.js';
 import { confusablesUnicode17 } from './migrations/0019_confusables_unicode_17.js';
+import { webhookFairShare } from './migrations/0020_webhook_fair_share.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -47,6 +48,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0017_scheduled_link_keys': scheduledLinkKeys(dialect),
     '0018_moderation': moderation(dialect),
     '0019_confusables_unicode_17': confusablesUnicode17,
+    '0020_webhook_fair_share': webhookFairShare,
   };
   return new Migrator({
     db,

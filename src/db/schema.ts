@@ -226,6 +226,8 @@ export interface WebhookEndpointsTable {
   enabled: Generated<number>;
   disabled_reason: string | null;
   created_at: EpochMs;
+  /** When a delivery of this endpoint was last claimed; the fair share serves the owner claimed longest ago first. */
+  last_claimed_at: EpochMs | null;
 }
 
 export interface WebhookDeliveriesTable {
@@ -235,6 +237,8 @@ export interface WebhookDeliveriesTable {
   status: 'pending' | 'delivered' | 'failed';
   attempts: Generated<number>;
   next_attempt_at: EpochMs;
+  /** Set while an attempt is on its way (until its lease ends, should the sender die): what counts against the owner's share. */
+  leased_until: EpochMs | null;
   last_status: number | null;
   last_latency_ms: number | null;
   last_error: string | null;

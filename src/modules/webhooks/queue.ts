@@ -59,29 +59,99 @@ function dueDeliveries(db: Executor, now: number) {
 }
 
 /**
- * Leases up to `limit` due deliveries to this process: their next_attempt_at moves `leaseMs` ahead, so no other
- * sender takes them while they are on their way, and they come due again should this process die. On PostgreSQL
- * SKIP LOCKED lets senders in other processes claim side by side without waiting on each other's rows; on SQLite
- * the one writer runs claims one at a time. An idle poll is one read on the read connections, not a write.
+ * Deliveries of one owner on their way at once, across every process on the database. One owner's slow receivers
+ * then hold at most this many of the senders' slots, and a second one lets the owner's other endpoints go on while
+ * one of them is slow (each endpoint takes one at a time anyway).
+ */
+export const OWNER_SHARE = 2;
+
+/**
+ * Held by a claim on PostgreSQL for its transaction: claims from every process run one at a time, each seeing the
+ * leases of the one before, so OWNER_SHARE holds across instances and no delivery is claimed twice. A claim is a few
+ * short statements, four times a second per process; SQLite's one writer serialises them already.
+ */
+const CLAIM_LOCK = 0x5745_4248;
+
+/**
+ * The due deliveries ranked for a fair share of the slots. `turn` numbers each owner's due deliveries (oldest first);
+ * `load`, that plus the deliveries the owner already has on their way, is how many they would have once this one is
+ * claimed. Round-robin: every owner's next delivery before anyone's one after, then the owner whose endpoints were
+ * claimed longest ago, then the delivery due longest. So a receiver that holds every request for the whole time-out
+ * costs its owner their share, and anyone else waits at most for the next free slot.
+ */
+function fairShare(db: Executor, now: number, limit: number) {
+  const ranked = dueDeliveries(db, now).select((eb) => [
+    'd.id',
+    'd.endpoint_id',
+    'd.next_attempt_at',
+    sql<number>`row_number() over (partition by ${sql.ref('w.owner_id')} order by ${sql.ref('d.next_attempt_at')}, ${sql.ref('d.id')})`.as(
+      'turn',
+    ),
+    eb
+      .selectFrom('webhook_deliveries as leased')
+      .innerJoin('webhook_endpoints as lw', 'lw.id', 'leased.endpoint_id')
+      .select((inner) => inner.fn.countAll<number>().as('on_their_way'))
+      .whereRef('lw.owner_id', '=', 'w.owner_id')
+      .where('leased.status', '=', PENDING)
+      .where('leased.leased_until', '>', now)
+      .as('on_their_way'),
+    eb
+      .selectFrom('webhook_endpoints as cw')
+      .select((inner) => inner.fn.coalesce(inner.fn.max('cw.last_claimed_at'), sql.lit(0)).as('served_at'))
+      .whereRef('cw.owner_id', '=', 'w.owner_id')
+      .as('served_at'),
+  ]);
+  const load = sql`ranked.turn + ranked.on_their_way`;
+  return db
+    .selectFrom(ranked.as('ranked'))
+    .select(['ranked.id', 'ranked.endpoint_id'])
+    .where(load, '<=', OWNER_SHARE)
+    .orderBy(load)
+    .orderBy('ranked.served_at')
+    .orderBy('ranked.next_attempt_at')
+    .limit(limit);
+}
+
+/**
+ * Leases up to `limit` due deliveries to this process, at most OWNER_SHARE of each owner's on their way at once:
+ * their next_attempt_at moves `leaseMs` ahead, so no other sender takes them while they are on their way, and they
+ * come due again should this process die. An idle poll is one read on the read connections, not a write.
  */
 export async function claimDue(database: DatabaseHandle, now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
   const anything = await dueDeliveries(database.db, now).select('d.id').limit(1).executeTakeFirst();
   if (anything === undefined) return [];
   const db = database.writer;
-  const claimed = await db
-    .updateTable('webhook_deliveries')
-    .set({ next_attempt_at: now + leaseMs })
-    .where(
-      'id',
-      'in',
-      dueDeliveries(db, now)
-        .select('d.id')
-        .orderBy('d.next_attempt_at')
-        .limit(limit)
-        .$if(dialectOf(db) === 'postgres', (query) => query.forUpdate('d').skipLocked()),
-    )
-    .returning('id')
-    .execute();
+  const leasedUntil = now + leaseMs;
+  const claimed = await inTransaction(db, async (trx) => {
+    if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(CLAIM_LOCK)})`.execute(trx);
+    const chosen = await fairShare(trx, now, limit).execute();
+    if (chosen.length === 0) return [];
+    // Endpoints before their deliveries, the order in which deleting an endpoint locks them: no deadlock between the two.
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ last_claimed_at: now })
+      .where(
+        'id',
+        'in',
+        chosen.map(({ endpoint_id }) => endpoint_id),
+      )
+      .execute();
+    return (
+      trx
+        .updateTable('webhook_deliveries')
+        .set({ next_attempt_at: leasedUntil, leased_until: leasedUntil })
+        .where(
+          'id',
+          'in',
+          chosen.map(({ id }) => id),
+        )
+        // Checked again on the row itself: a delivery given up or deleted since the ranking read it stays as it is.
+        .where('status', '=', PENDING)
+        .where('next_attempt_at', '<=', now)
+        .returning('id')
+        .execute()
+    );
+  });
   if (claimed.length === 0) return [];
   const rows = await db
     .selectFrom('webhook_deliveries as d')
@@ -125,9 +195,9 @@ export type AttemptOutcome = 'delivered' | 'retrying' | 'failed';
 const describeFailure = (result: DeliveryResult) => result.error ?? `status ${result.status}`;
 
 /**
- * Stores one attempt's outcome: delivered; or failed, to be tried again after a backoff; or, once it has failed for
- * longer than the retry window, given up, with its endpoint disabled, the rest of its queue given up too and the owner
- * notified, all or nothing. A delivery is updated only while still pending and an endpoint disabled only while
+ * Stores one attempt's outcome: delivered; or failed for good at once when its host is refused; or failed, to be
+ * tried again after a backoff; or, once it has failed for longer than the retry window, given up, with its endpoint
+ * disabled, the rest of its queue given up too and the owner notified, all or nothing. A delivery is updated only while still pending and an endpoint disabled only while
  * enabled: a delivery whose endpoint was deleted meanwhile has gone with it, and nothing is recorded twice.
  */
 export function recordAttempt(
@@ -141,20 +211,28 @@ export function recordAttempt(
     const attempts = delivery.attempts + 1;
     const outcome = {
       attempts,
+      leased_until: null,
       last_status: result.status,
       last_latency_ms: result.latencyMs,
       last_error: result.ok ? null : describeFailure(result),
     };
     const update = trx.updateTable('webhook_deliveries').where('id', '=', delivery.id).where('status', '=', PENDING);
+    const fail = () => update.set({ ...outcome, status: 'failed', finished_at: now }).execute();
     if (result.ok) {
       await update.set({ ...outcome, status: 'delivered', finished_at: now }).execute();
       return 'delivered';
+    }
+    if (result.refused) {
+      // The URL was fine when saved, but its host is not allowed now (or its name is gone): another try would end the
+      // same way. The endpoint stays enabled: once its DNS is fixed, the next event goes out.
+      await fail();
+      return 'failed';
     }
     if (now - delivery.createdAt < policy.retryForMs) {
       await update.set({ ...outcome, next_attempt_at: now + Math.round(retryDelay(attempts, policy.backoffBaseMs)) }).execute();
       return 'retrying';
     }
-    await update.set({ ...outcome, status: 'failed', finished_at: now }).execute();
+    await fail();
     const disabled = await trx
       .updateTable('webhook_endpoints')
       .set({ enabled: 0, disabled_reason: `deliveries failed for longer than the retry window; the last one: ${describeFailure(result)}` })

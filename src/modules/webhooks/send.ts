@@ -7,8 +7,13 @@ import { checkTargetUrl, safeLookup, UnsafeTarget } from './target.js';
 export interface DeliveryResult {
   /** The endpoint answered 2xx, within the time and size limits. */
   ok: boolean;
+  /**
+   * The host is not allowed, or its name does not resolve: nothing to try again. The two are one outcome, with one
+   * text and no latency, so that the log does not tell the endpoint's owner which internal names exist.
+   */
+  refused: boolean;
   status: number | null;
-  latencyMs: number;
+  latencyMs: number | null;
   /** A short reason when the attempt failed for something other than its status; never a stack or an address. */
   error: string | null;
 }
@@ -27,21 +32,24 @@ const SOCKET_ERRORS: Record<string, string> = {
   ECONNRESET: 'connection reset',
   EPIPE: 'connection reset',
   ETIMEDOUT: 'timeout',
-  ENOTFOUND: 'host not found',
   EAI_AGAIN: 'host name lookup failed',
   EHOSTUNREACH: 'host unreachable',
   ENETUNREACH: 'network unreachable',
 };
+
+const TARGET_REFUSED = 'host not found or not allowed';
 
 /**
  * A short, stable text for a failure. Messages are left out: they carry resolved addresses, which would tell an
  * endpoint's owner about the network the server runs in.
  */
 function describeFailure(error: unknown): string {
-  if (error instanceof UnsafeTarget) return `unsafe target: ${error.message}`;
+  if (error instanceof UnsafeTarget) return TARGET_REFUSED;
   // With several addresses to try, a connection reports every attempt's error at once; the first says enough.
   const cause = error instanceof AggregateError && !('code' in error) ? error.errors[0] : error;
   const code = typeof cause === 'object' && cause !== null && 'code' in cause ? String(cause.code) : '';
+  // An internal name resolves, to an address refused above; a made-up one does not: both must read the same.
+  if (code === 'ENOTFOUND') return TARGET_REFUSED;
   if (code in SOCKET_ERRORS) return SOCKET_ERRORS[code]!;
   // Certificate problems all have codes of their own and are worth telling apart.
   if (/CERT|TLS|SSL/.test(code)) return `tls error: ${code}`;
@@ -59,12 +67,17 @@ export async function sendWebhook(
   options: SendOptions,
 ): Promise<DeliveryResult> {
   const started = performance.now();
-  const result = (status: number | null, error: string | null): DeliveryResult => ({
-    ok: error === null && status !== null && status >= 200 && status < 300,
-    status,
-    latencyMs: Math.round(performance.now() - started),
-    error,
-  });
+  const result = (status: number | null, error: string | null): DeliveryResult => {
+    const refused = error === TARGET_REFUSED;
+    return {
+      ok: error === null && status !== null && status >= 200 && status < 300,
+      refused,
+      status,
+      // How long a lookup took would tell an internal name from a made-up one as well.
+      latencyMs: refused ? null : Math.round(performance.now() - started),
+      error,
+    };
+  };
 
   let url: URL;
   try {

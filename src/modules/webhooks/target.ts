@@ -4,7 +4,8 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 /**
  * A webhook URL the server refuses to call. Users choose these URLs, so without the checks below anyone could make
  * the server send requests into its own network (server-side request forgery). Its `code` lets safeLookup fail a
- * connection with it like any other socket error.
+ * connection with it like any other socket error. A refused host is only ever "not allowed": saying why (private,
+ * reserved, resolved to where) would let the URL's owner map the server's network one name at a time.
  */
 export class UnsafeTarget extends Error {
   readonly code = 'EUNSAFETARGET';
@@ -16,37 +17,79 @@ interface TargetOptions {
 }
 
 const MAX_URL_LENGTH = 2_000;
+const HOST_NOT_ALLOWED = 'has a host that is not allowed';
 
-const loopback = new BlockList();
-loopback.addSubnet('127.0.0.0', 8, 'ipv4');
-loopback.addAddress('::1', 'ipv6');
+type Range = readonly [network: string, prefix: number];
 
-// Everything a public endpoint never is: addresses that reach this host, its private networks, the cloud metadata
-// services (169.254.169.254 and fd00:ec2::254 sit in the link-local and unique-local ranges) or no one at all.
-const refused = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network"; connecting to 0.0.0.0 reaches the local host
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT, private to the provider's network
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24], // IETF protocol assignments
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15], // benchmarking
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, with the 255.255.255.255 broadcast
-] as const) {
-  refused.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 96], // unspecified, and the deprecated IPv4-compatible form that nothing legitimate uses
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // deprecated site-local, still routed by some stacks
-  ['ff00::', 8], // multicast
-] as const) {
-  refused.addSubnet(network, prefix, 'ipv6');
-}
+const blockListOf = (ipv4: readonly Range[], ipv6: readonly Range[]) => {
+  const list = new BlockList();
+  for (const [network, prefix] of ipv4) list.addSubnet(network, prefix, 'ipv4');
+  for (const [network, prefix] of ipv6) list.addSubnet(network, prefix, 'ipv6');
+  return list;
+};
+
+// RFC 1122 §3.2.1.3 (127.0.0.0/8) and RFC 4291 §2.5.3 (::1): refused unless allowLoopback.
+const loopback = blockListOf([['127.0.0.0', 8]], [['::1', 128]]);
+
+/**
+ * Every entry of the IANA IPv4 Special-Purpose Address Registry that is not globally reachable, plus multicast and
+ * the reserved space: this host, its private networks, the cloud metadata services (169.254.169.254 is link-local)
+ * and addresses that reach no one. Allowed, being globally reachable: AS112 (192.31.196.0/24, RFC 7535;
+ * 192.175.48.0/24, RFC 7534) and AMT (192.52.193.0/24, RFC 7450).
+ */
+const IPV4_REFUSED: readonly Range[] = [
+  ['0.0.0.0', 8], // "this network", RFC 791 §3.2, with "this host" 0.0.0.0/32 (RFC 1122 §3.2.1.3), which reaches the local host
+  ['10.0.0.0', 8], // private use, RFC 1918
+  ['100.64.0.0', 10], // shared address space (carrier-grade NAT), RFC 6598
+  ['169.254.0.0', 16], // link local, RFC 3927
+  ['172.16.0.0', 12], // private use, RFC 1918
+  // IETF protocol assignments, RFC 6890 §2.1: service continuity 192.0.0.0/29 (RFC 7335), the dummy 192.0.0.8
+  // (RFC 7600), NAT64 discovery 192.0.0.170-171 (RFC 8880). Its two globally reachable anycast addresses (PCP
+  // 192.0.0.9, RFC 7723; TURN 192.0.0.10, RFC 8155) are no webhook receiver either, so the whole block goes.
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24], // documentation TEST-NET-1, RFC 5737
+  ['192.88.99.0', 24], // deprecated 6to4 relay anycast, RFC 7526, with the 6a44 relay 192.88.99.2 (RFC 6751)
+  ['192.168.0.0', 16], // private use, RFC 1918
+  ['198.18.0.0', 15], // benchmarking, RFC 2544
+  ['198.51.100.0', 24], // documentation TEST-NET-2, RFC 5737
+  ['203.0.113.0', 24], // documentation TEST-NET-3, RFC 5737
+  ['224.0.0.0', 4], // multicast, RFC 5771
+  ['240.0.0.0', 4], // reserved, RFC 1112 §4, with the limited broadcast 255.255.255.255 (RFC 8190, RFC 919 §7)
+];
+
+/**
+ * The same for the IANA IPv6 Special-Purpose Address Registry, plus multicast and the deprecated site-local
+ * block. Judged by the IPv4 address inside them instead (embeddedIpv4): IPv4-mapped ::ffff:0:0/96 (RFC 4291
+ * §2.5.5.2), which a dual-stack socket connects to over IPv4; NAT64's well-known 64:ff9b::/96 (RFC 6052, globally
+ * reachable); 6to4 2002::/16 (RFC 3056). Allowed, being globally reachable: AS112 2620:4f:8000::/48 (RFC 7534).
+ */
+const IPV6_REFUSED: readonly Range[] = [
+  ['::', 96], // unspecified ::/128 and the deprecated IPv4-compatible addresses, RFC 4291 §2.5.2 and §2.5.5.1
+  ['::ffff:0:0:0', 96], // IPv4-translated (SIIT), RFC 2765 §2.1, dropped by RFC 6145: nothing legitimate uses it
+  ['64:ff9b:1::', 48], // local-use IPv4/IPv6 translation, RFC 8215
+  ['100::', 64], // discard-only, RFC 6666
+  ['100:0:0:1::', 64], // dummy IPv6 prefix, RFC 9780
+  // IETF protocol assignments, RFC 2928: Teredo 2001::/32 (RFC 4380), benchmarking 2001:2::/48 (RFC 5180), the
+  // deprecated ORCHID 2001:10::/28 (RFC 4843). Its globally reachable entries (PCP, TURN and DNS-SD anycast
+  // 2001:1::1-3, AMT 2001:3::/32, AS112 2001:4:112::/48, ORCHIDv2 2001:20::/28, drone tags 2001:30::/28) are no
+  // webhook receiver either, so the whole block goes.
+  ['2001::', 23],
+  ['2001:db8::', 32], // documentation, RFC 3849
+  ['3fff::', 20], // documentation, RFC 9637
+  ['5f00::', 16], // SRv6 segment identifiers, RFC 9602
+  ['fc00::', 7], // unique local, RFC 4193 (AWS's metadata service at fd00:ec2::254 among them)
+  ['fe80::', 10], // link-local unicast, RFC 4291 §2.5.6
+  ['fec0::', 10], // deprecated site-local, RFC 3879, still routed by some stacks
+  ['ff00::', 8], // multicast, RFC 4291 §2.7
+];
+
+const refused = blockListOf(IPV4_REFUSED, IPV6_REFUSED);
+
+/**
+ * Global unicast, RFC 4291 §2.4: the IANA IPv6 address space reserves everything else to the IETF, so an address
+ * outside it (beyond the embedded-IPv4 forms) is no public endpoint, whatever the registry adds there later.
+ */
+const globalUnicast = blockListOf([], [['2000::', 3]]);
 
 /** The eight 16-bit groups of a valid IPv6 address, with a dotted IPv4 tail rewritten as two groups first. */
 function ipv6Groups(address: string): number[] {
@@ -89,7 +132,7 @@ export function isRefusedAddress(address: string, options: TargetOptions): boole
   }
   const type = family === 4 ? 'ipv4' : 'ipv6';
   if (loopback.check(address, type)) return !options.allowLoopback;
-  return refused.check(address, type);
+  return refused.check(address, type) || (type === 'ipv6' && !globalUnicast.check(address, type));
 }
 
 /** Names that resolve inside the host or its cloud rather than in public DNS, whatever a resolver answers. */
@@ -118,13 +161,13 @@ export function checkTargetUrl(raw: string, options: TargetOptions): URL {
   if (url.username !== '' || url.password !== '') throw new UnsafeTarget('has credentials');
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   if (isIP(host) !== 0) {
-    if (isRefusedAddress(host, options)) throw new UnsafeTarget('is a private or reserved address');
+    if (isRefusedAddress(host, options)) throw new UnsafeTarget(HOST_NOT_ALLOWED);
     return url;
   }
   // A fully qualified name may end in a dot, which resolves the same as without it.
   const name = host.replace(/\.+$/, '');
   if (isInternalName(name) || (isLoopbackName(name) && !options.allowLoopback)) {
-    throw new UnsafeTarget('is a private host name');
+    throw new UnsafeTarget(HOST_NOT_ALLOWED);
   }
   return url;
 }
@@ -149,7 +192,7 @@ export function safeLookup(options: TargetOptions): LookupFunction {
         return;
       }
       if (addresses.some(({ address }) => isRefusedAddress(address, options))) {
-        callback(new UnsafeTarget(`${hostname} resolves to a private or reserved address`), '');
+        callback(new UnsafeTarget(HOST_NOT_ALLOWED), '');
         return;
       }
       if (lookupOptions.all) callback(null, addresses);

@@ -9,8 +9,12 @@ import { sendWebhook } from './send.js';
 
 /** How often an idle worker looks for due deliveries: the most a new event waits before it goes out. */
 const POLL_MS = 250;
-/** Attempts in flight per process; each holds a socket and waits on someone else's server. */
-const IN_FLIGHT_MAX = 8;
+/**
+ * Attempts in flight per process; each holds a socket and waits on someone else's server, which costs little while
+ * it waits. With every owner held to OWNER_SHARE (queue.ts), seven owners' slow receivers still leave room for
+ * everyone else, and past that another owner waits only for the next slot to free up.
+ */
+const IN_FLIGHT_MAX = 16;
 /** After the database failed a claim: no point asking four times a second while it is down. */
 const ERROR_PAUSE_MS = 5_000;
 /** A claimed delivery comes due again this long after its attempt could last, should the process die meanwhile. */
@@ -98,14 +102,17 @@ export function startDeliveryWorker(
   };
 
   const attempt = async (delivery: ClaimedDelivery) => {
+    const startedAt = Date.now();
     const message = {
       // Standard Webhooks' message id, the same on every retry and replay: what receivers deduplicate by.
       id: `evt_${delivery.event.id}`,
-      timestampSeconds: Math.floor(Date.now() / 1000),
+      timestampSeconds: Math.floor(startedAt / 1000),
       body: envelope(delivery.event),
     };
     const result = await sendWebhook(delivery.url, message, delivery.secret, sendOptions);
-    const outcome = await recordAttempt(database.writer, delivery, result, Date.now(), config);
+    // A refusal is recorded as of when the attempt began: its end would show how long the lookup took, which tells an
+    // internal name from a made-up one as surely as the error would.
+    const outcome = await recordAttempt(database.writer, delivery, result, result.refused ? startedAt : Date.now(), config);
     metrics.attempts.labels({ outcome }).inc();
     if (outcome === 'delivered') metrics.lag.observe((Date.now() - delivery.event.createdAt) / 1000);
   };

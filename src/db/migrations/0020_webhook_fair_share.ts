@@ -1,0 +1,19 @@
+import type { Kysely } from 'kysely';
+
+/**
+ * What the worker needs to share delivery slots fairly between owners (webhooks/queue.ts): which deliveries are on
+ * their way right now (`leased_until`, cleared when the attempt is recorded; next_attempt_at alone cannot tell a
+ * lease from a retry's backoff), and when each endpoint last had one claimed, so that the owner served longest ago
+ * goes first. Both are new nullable columns: no table is rewritten.
+ */
+export const webhookFairShare = {
+  async up(db: Kysely<unknown>) {
+    await db.schema.alterTable('webhook_deliveries').addColumn('leased_until', 'bigint').execute();
+    await db.schema.alterTable('webhook_endpoints').addColumn('last_claimed_at', 'bigint').execute();
+  },
+
+  async down(db: Kysely<unknown>) {
+    await db.schema.alterTable('webhook_endpoints').dropColumn('last_claimed_at').execute();
+    await db.schema.alterTable('webhook_deliveries').dropColumn('leased_until').execute();
+  },
+};
