@@ -116,7 +116,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installShutdownDraining(app);
   // Before any route is added (metrics and the probes come next): it hooks every GET route as it is declared.
   installConditionalGet(app, config.caching);
-  const metrics = installMetrics(app, database, installEventDispatcher(app, database));
+  const metrics = installMetrics(app, database, installEventDispatcher(app, database), config.metricsToken);
   installValidation(app);
   installErrorHandling(app);
   installJsonBodyParser(app);

@@ -53,6 +53,8 @@ export interface Config {
   workers: number;
   /** Fastify's `trustProxy`: `false` for direct clients, else the proxy hops or addresses whose X-Forwarded-For is believed. */
   trustProxy: false | number | string[];
+  /** The bearer token GET /metrics asks for; `null` answers it to clients on this host alone. */
+  metricsToken: string | null;
   rateLimits: RateLimitConfig;
   timeouts: TimeoutConfig;
   overload: OverloadConfig;
@@ -347,6 +349,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     corsOrigins: settings.CORS_ORIGINS.includes('*') ? true : settings.CORS_ORIGINS,
     workers: settings.WORKERS,
     trustProxy: trustProxy(settings.TRUST_PROXY),
+    metricsToken: settings.METRICS_TOKEN ?? null,
     rateLimits: {
       max: settings.RATE_LIMIT_MAX,
       windowMs: milliseconds('RATE_LIMIT_WINDOW'),

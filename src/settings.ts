@@ -166,6 +166,19 @@ export const SETTINGS = Type.Object(
           "proxy, or every client shares the proxy's limits",
       }),
     ),
+    METRICS_TOKEN: Type.Optional(
+      Type.String({
+        minLength: MIN_SECRET_LENGTH,
+        maxLength: 1024,
+        pattern: String.raw`^\S+$`,
+        writeOnly: true,
+        errorMessage: `must be ${MIN_SECRET_LENGTH} to 1,024 characters without spaces`,
+        description:
+          'set: `GET /metrics` asks every client, this host included, for it as a bearer token (`Authorization: Bearer ' +
+          '<token>`; Prometheus: `authorization.credentials_file`). Unset: `/metrics` answers only requests from this host (loopback) ' +
+          'that carry no `Forwarded`, `X-Forwarded-For` or `X-Real-IP`, and 403 to any other',
+      }),
+    ),
     RATE_LIMIT_MAX: count(
       600,
       'requests per client address per `RATE_LIMIT_WINDOW`, on every route but the health probes and `/metrics`; `0` turns the limit off',

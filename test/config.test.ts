@@ -59,6 +59,7 @@ describe('loadConfig', () => {
       corsOrigins: true,
       workers: 1,
       trustProxy: false,
+      metricsToken: null,
       rateLimits: {
         max: 600,
         windowMs: 60_000,
@@ -301,6 +302,13 @@ describe('loadConfig', () => {
     const config = loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir, JWT_SECRET: SECRET });
     expect(config.env).toBe('production');
     expect(config.jwtSecret).toBe(SECRET);
+  });
+
+  it('refuses a METRICS_TOKEN shorter than 32 characters or with spaces, and reads a good one', () => {
+    for (const token of ['m'.repeat(31), `${'m'.repeat(20)} ${'m'.repeat(20)}`, 'm'.repeat(1025)]) {
+      expect(configError({ DATA_DIR: dataDir, JWT_SECRET: SECRET, METRICS_TOKEN: token }).message).toContain('METRICS_TOKEN');
+    }
+    expect(loadConfig({ DATA_DIR: dataDir, JWT_SECRET: SECRET, METRICS_TOKEN: 'm'.repeat(32) }).metricsToken).toBe('m'.repeat(32));
   });
 
   it('refuses a JWT_SECRET shorter than 32 characters, in every environment', () => {

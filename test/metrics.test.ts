@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { describeEachDatabase, testConfig } from './support/app.js';
+import { deferPerTest, describeEachDatabase, sqliteAppWith, testConfig } from './support/app.js';
 import { call, registerUser } from './support/client.js';
 
 const REQUESTS = 'http_request_duration_seconds_count';
@@ -112,6 +112,63 @@ describeEachDatabase('metrics', (ctx) => {
       expect(sample(await scrape(app), REQUESTS, { method: 'GET', route: '/api/tags', status_code: '200' }) ?? 0).toBe(before);
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe('who may read /metrics', () => {
+  const defer = deferPerTest();
+  const TOKEN = 'metrics-token-that-is-long-enough-0123456789';
+  const scrapeFrom = (app: FastifyInstance, remoteAddress: string, headers: Record<string, string> = {}) =>
+    app.inject({ url: '/metrics', remoteAddress, headers });
+
+  it('answers only clients on this host when METRICS_TOKEN is unset, the probes still to anyone', async () => {
+    const app = await sqliteAppWith(defer, {});
+    for (const local of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) {
+      expect((await scrapeFrom(app, local)).statusCode, local).toBe(200);
+    }
+    for (const remote of ['192.0.2.1', '10.0.0.5', '::ffff:192.0.2.1', '2001:db8::1']) {
+      const response = await scrapeFrom(app, remote);
+      expect(response.statusCode, remote).toBe(403);
+      expect(response.json()).toEqual({
+        errors: { metrics: ['only answered to this host; set METRICS_TOKEN to scrape from elsewhere'] },
+      });
+      expect(response.body).not.toContain('process_resident_memory_bytes');
+    }
+    for (const url of ['/health/live', '/health/ready']) {
+      expect((await app.inject({ url, remoteAddress: '192.0.2.1' })).statusCode, url).toBe(200);
+    }
+  });
+
+  it('takes a request relayed by a proxy on this host for a remote one', async () => {
+    const app = await sqliteAppWith(defer, {});
+    for (const [name, value] of [
+      ['x-forwarded-for', '192.0.2.1'],
+      ['forwarded', 'for=192.0.2.1'],
+      ['x-real-ip', '192.0.2.1'],
+    ] as const) {
+      expect((await scrapeFrom(app, '127.0.0.1', { [name]: value })).statusCode, name).toBe(403);
+    }
+  });
+
+  it('asks every client, loopback included, for the METRICS_TOKEN bearer when it is set', async () => {
+    const app = await sqliteAppWith(defer, { METRICS_TOKEN: TOKEN });
+    const missing = await scrapeFrom(app, '127.0.0.1');
+    expect(missing.statusCode).toBe(401);
+    expect(missing.headers['www-authenticate']).toBe('Bearer realm="metrics"');
+    expect(missing.json()).toEqual({ errors: { token: ['is missing'] } });
+    for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(1)}`, `Token ${TOKEN}`, TOKEN, 'Bearer ']) {
+      const refused = await scrapeFrom(app, '127.0.0.1', { authorization });
+      expect(refused.statusCode, authorization).toBe(401);
+      expect(refused.body).not.toContain('process_resident_memory_bytes');
+    }
+    for (const authorization of [`Bearer ${TOKEN}x`, `Token ${TOKEN}`]) {
+      expect((await scrapeFrom(app, '127.0.0.1', { authorization })).json()).toEqual({ errors: { token: ['is invalid'] } });
+    }
+    for (const authorization of [`Bearer ${TOKEN}`, `bearer ${TOKEN}`]) {
+      const response = await scrapeFrom(app, '192.0.2.1', { authorization, 'x-forwarded-for': '198.51.100.7' });
+      expect(response.statusCode, authorization).toBe(200);
+      expect(response.body).toContain('process_resident_memory_bytes');
     }
   });
 });

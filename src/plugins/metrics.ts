@@ -1,6 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { BlockList, isIPv4 } from 'node:net';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DatabaseHandle, PoolStats } from '../db/index.js';
+import { HttpError, unauthorized } from '../errors.js';
 import { machineRouteLogLevel } from './logging.js';
 
 declare module 'fastify' {
@@ -58,13 +61,57 @@ function installRequestDurations(app: FastifyInstance, registry: Registry): void
   });
 }
 
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/** Headers a proxy adds when it relays a request: such a request came from somewhere else, whatever its socket says. */
+const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip'];
+
+/**
+ * The socket's own address, not `request.ip`: with TRUST_PROXY that is read from headers. A proxy on this host
+ * connects from loopback too, so a request carrying what proxies add is never taken for a local one.
+ */
+function isLocalRequest(request: FastifyRequest): boolean {
+  const address = request.socket.remoteAddress?.replace(/^::ffff:(?=\d+\.)/, '');
+  if (address === undefined || !loopback.check(address, isIPv4(address) ? 'ipv4' : 'ipv6')) return false;
+  return FORWARDING_HEADERS.every((name) => request.headers[name] === undefined);
+}
+
+/** Digests of equal length, so that the comparison takes the same time whatever the caller sent. */
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * Who may read /metrics, which tells how busy each route is and how much memory the process holds: with a token,
+ * whoever presents it as a bearer (from anywhere, loopback included, since a proxy on this host is loopback too);
+ * without one, only clients on this host.
+ */
+function metricsGuard(token: string | null): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  if (token === null) {
+    return async (request) => {
+      if (!isLocalRequest(request)) {
+        throw new HttpError(403, { metrics: ['only answered to this host; set METRICS_TOKEN to scrape from elsewhere'] });
+      }
+    };
+  }
+  const expected = digest(token);
+  return async (request, reply) => {
+    const { authorization } = request.headers;
+    const presented = /^Bearer +(\S+) *$/i.exec(authorization ?? '')?.[1];
+    if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
+      reply.header('www-authenticate', 'Bearer realm="metrics"');
+      throw unauthorized(authorization === undefined ? 'is missing' : 'is invalid');
+    }
+  };
+}
+
 /**
  * Prometheus metrics at GET /metrics: request durations, Node's process metrics (event-loop delay included),
- * the database connections with the queries waiting for one, and the live event streams. Each app has a registry
- * of its own, returned for the features that add theirs: prom-client's global one refuses a second app's metrics of
- * the same name.
+ * the database connections with the queries waiting for one, and the live event streams, for the clients
+ * `metricsGuard` admits. Each app has a registry of its own, returned for the features that add theirs: prom-client's
+ * global one refuses a second app's metrics of the same name.
  */
-export function installMetrics(app: FastifyInstance, database: DatabaseHandle, streams: EventStreamStats): Registry {
+export function installMetrics(app: FastifyInstance, database: DatabaseHandle, streams: EventStreamStats, token: string | null): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   installRequestDurations(app, registry);
@@ -102,6 +149,7 @@ export function installMetrics(app: FastifyInstance, database: DatabaseHandle, s
   const route = {
     logLevel: machineRouteLogLevel(app.log.level),
     config: { disableMetrics: true, exemptFromLimits: true, cacheable: false },
+    onRequest: metricsGuard(token),
   };
   app.get('/metrics', route, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   return registry;
