@@ -195,7 +195,7 @@ describeEachDatabase('conditional GET', (ctx) => {
       const minuteAgo = Date.now() - 60_000;
       await db()
         .updateTable('users')
-        .set({ updated_at: minuteAgo })
+        .set({ updated_at: minuteAgo, profile_updated_at: minuteAgo })
         .where('id', '=', await userIdOf(app(), user))
         .execute();
       return { user, url: `/api/profiles/${user.username}`, lastModified: new Date(Math.floor(minuteAgo / 1000) * 1000).toUTCString() };
@@ -212,6 +212,34 @@ describeEachDatabase('conditional GET', (ctx) => {
       expect((await since('not a date')).status).toBe(200);
       // If-None-Match decides alone when both are sent.
       expect((await get(url, { headers: { 'if-modified-since': lastModified, 'if-none-match': '"other"' } })).status).toBe(200);
+    });
+
+    it('moves with what the profile shows, never with the email or password alone', async () => {
+      const { user, url, lastModified } = await settled();
+      const shown = await get(url);
+      const unchanged = async (what: string) => {
+        const now = await get(url);
+        expect(now.headers['last-modified'], what).toBe(lastModified);
+        expect(now.headers.etag, what).toBe(shown.headers.etag);
+      };
+      const change = (fields: Record<string, unknown>) => call(app(), 'PUT', '/api/user', { token: user.token, body: { user: fields } });
+
+      await change({ email: `moved-${user.email}` });
+      await unchanged('email');
+      await change({ password: 'another-password-0123' });
+      await unchanged('password');
+      // A settings form sends every field with each save: the same name, bio and image are no change.
+      await change({ username: user.username, bio: null, image: '', email: `again-${user.email}` });
+      await unchanged('the same name, bio and image');
+
+      await change({ bio: 'a bio strangers can read' });
+      const moved = await get(url, { headers: { 'if-modified-since': lastModified } });
+      expect(moved.status).toBe(200);
+      expect(moved.headers.etag).not.toBe(shown.headers.etag);
+      const profileTime = async () =>
+        (await db().selectFrom('users').select('profile_updated_at').where('username', '=', user.username).executeTakeFirstOrThrow())
+          .profile_updated_at;
+      expect(Number(await profileTime())).toBeGreaterThan(Date.parse(lastModified) + 1000);
     });
 
     it('is absent within the second of a change, so that a later change in that second is not missed', async () => {

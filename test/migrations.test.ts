@@ -197,6 +197,29 @@ for (const kind of DATABASES) {
     });
   });
 
+  describe(`migration 0021 (the profile's own time) on existing data [${kind}]`, () => {
+    const database = scratchHandle(kind, { migrate: false });
+
+    it("starts each profile's time at the account's, and can be reverted", async () => {
+      const handle = database();
+      unwrap(await createMigrator(handle).migrateTo('0020_webhook_fair_share'));
+      await sql`insert into users (id, username, username_key, username_skeleton, email, email_key, password_hash, created_at, updated_at)
+        values (1, 'a', 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1000), (2, 'b', 'b', 'b', 'b@x.io', 'b@x.io', 'h', 2, 2000)`.execute(
+        handle.db,
+      );
+      unwrap(await createMigrator(handle).migrateTo('0021_profile_time'));
+      const times = await handle.db.selectFrom('users').select(['id', 'profile_updated_at']).orderBy('id').execute();
+      expect(times.map((row) => [row.id, Number(row.profile_updated_at)])).toEqual([
+        [1, 1000],
+        [2, 2000],
+      ]);
+      unwrap(await createMigrator(handle).migrateDown());
+      const columns = await sql<{ id: number }>`select * from users`.execute(handle.db);
+      expect(Object.keys(columns.rows[0]!)).not.toContain('profile_updated_at');
+      await migrateToLatest(handle);
+    });
+  });
+
   describe(`migration 0017 (scheduled articles' link keys) on existing data [${kind}]`, () => {
     const database = scratchHandle(kind, { migrate: false });
     const links = (table: 'article_tags' | 'favorites') =>

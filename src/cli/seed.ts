@@ -348,6 +348,7 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
         image: null,
         created_at: createdAt,
         updated_at: createdAt,
+        profile_updated_at: createdAt,
       };
     });
     const userRows: { id: number; username_key: string }[] = [];

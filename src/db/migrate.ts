@@ -21,6 +21,7 @@ import { scheduledLinkKeys } from './migrations/0017_scheduled_link_keys.js';
 import { moderation } from './migrations/0018_moderation.js';
 import { confusablesUnicode17 } from './migrations/0019_confusables_unicode_17.js';
 import { webhookFairShare } from './migrations/0020_webhook_fair_share.js';
+import { profileTime } from './migrations/0021_profile_time.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -49,6 +50,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0018_moderation': moderation(dialect),
     '0019_confusables_unicode_17': confusablesUnicode17,
     '0020_webhook_fair_share': webhookFairShare,
+    '0021_profile_time': profileTime,
   };
   return new Migrator({
     db,

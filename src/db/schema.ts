@@ -43,7 +43,13 @@ export interface UsersTable {
    */
   screened_count: Generated<number>;
   created_at: EpochMs;
+  /** Moves with every change of the account, email and password included. */
   updated_at: EpochMs;
+  /**
+   * Moves only when the name, bio or image changes: the Last-Modified of the profile (migration 0021). The app sets
+   * it on every insert; a row inserted without it starts at 0, which only makes that profile look older.
+   */
+  profile_updated_at: Generated<EpochMs>;
 }
 
 /** A purged account's username, lookalike skeleton and email, as digests no other account may take until `until`. */

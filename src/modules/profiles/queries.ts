@@ -14,8 +14,8 @@ export interface ProfileRow {
   /** Whether the viewer blocks this user; whether the viewer mutes them (profiles/blocks.ts). */
   blocking: number | boolean;
   muting: number | boolean;
-  /** Moves with every change of the name, bio or image. */
-  updated_at: number;
+  /** Moves with every change of the name, bio or image, and with nothing else. */
+  profile_updated_at: number;
 }
 
 /**
@@ -79,7 +79,7 @@ export function findProfile(
       'users.username',
       'users.bio',
       'users.image',
-      'users.updated_at',
+      'users.profile_updated_at',
       followedByViewer(eb, viewerId).as('following'),
       ...screeningFlags(eb, db, screener),
     ])

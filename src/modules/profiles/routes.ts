@@ -11,7 +11,8 @@ import { findProfile, setFollow, toProfile, toViewedProfile } from './queries.js
 import { ProfileResponse, UsernameParams } from './schemas.js';
 
 /**
- * Only anonymous answers have one: the user's row time bounds everything they show (`following` is always false).
+ * Only anonymous answers have one: the profile's own time bounds everything they show (`following` is always false),
+ * and moves with nothing they do not show, such as an email or password change.
  * A signed-in viewer's `following` changes with follows and unfollows, which leave no time behind once undone.
  */
 const LAST_MODIFIED = {
@@ -54,7 +55,7 @@ export const profilesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const profile = await findProfile(request.db, request.params.username, viewer, screeningOf(request));
       if (profile === undefined) throw notFound('profile');
       if (viewer === null) {
-        setLastModified(reply, profile.updated_at);
+        setLastModified(reply, profile.profile_updated_at);
         return { profile: toProfile(profile) };
       }
       return { profile: toViewedProfile(profile) };

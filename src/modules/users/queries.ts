@@ -126,6 +126,7 @@ export function insertAccount(
           image: null,
           created_at: now,
           updated_at: now,
+          profile_updated_at: now,
         })
         .returning(ACCOUNT_COLUMNS)
         .executeTakeFirstOrThrow(),
@@ -140,6 +141,20 @@ export interface AccountChanges {
   image?: string | null;
   /** A new password revokes every other session; `keptSession` names the one that stays. */
   password?: { hash: string; keptSession: string };
+}
+
+/** What the profile shows of an account, the columns its Last-Modified follows. */
+const SHOWN_COLUMNS = ['username', 'bio', 'image'] as const;
+
+/**
+ * The profile's time: now when the update gives a shown column a value it did not have, else unchanged. Judged
+ * against the row, not by which fields were sent: a settings form sends the name, bio and image with every email or
+ * password change, and a stranger must not learn when those happened.
+ */
+function profileTime(eb: ExpressionBuilder<Database, 'users'>, changes: AccountChanges, now: number) {
+  const moved = SHOWN_COLUMNS.flatMap((column) => (changes[column] === undefined ? [] : [eb(column, 'is distinct from', changes[column])]));
+  if (moved.length === 0) return eb.ref('profile_updated_at');
+  return eb.case().when(eb.or(moved)).then(now).else(eb.ref('profile_updated_at')).end();
 }
 
 /**
@@ -168,6 +183,7 @@ export function updateAccount(
         .updateTable('users')
         .set((eb) => ({
           updated_at: now,
+          profile_updated_at: profileTime(eb, changes, now),
           ...(username !== undefined && {
             username,
             username_key: usernameKey(username),
