@@ -70,9 +70,10 @@ function lastModified(shown: number, lastWrite: number | null, retentionMs: numb
 }
 
 /**
- * Characters of markdown one feed answer renders. Rendering and sanitizing runs on the event loop at about 0.5-1 ms
- * per 1,000 characters (a 100,000-character body: 48-112 ms), so twenty of the longest bodies would hold every other
- * request for one to two seconds. Twenty articles of ordinary length fit many times over.
+ * Characters of markdown one feed answer renders. Rendering and sanitizing runs on the event loop at about 0.3-0.7 ms
+ * per 1,000 characters of prose (a 100,000-character body: 26-66 ms, docs/FEEDS.md), so twenty of the longest bodies
+ * would hold every other request for one to two seconds. Tables are bounded by their cells (render.ts); a body made
+ * of one-letter list items or emphasis costs 3-6 times prose. Twenty articles of ordinary length fit many times over.
  */
 const RENDER_BUDGET = 100_000;
 
