@@ -86,6 +86,7 @@ const MIGRATIONS = [
   '0018_moderation',
   '0019_confusables_unicode_17',
   '0020_webhook_fair_share',
+  '0021_profile_time',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];
