@@ -221,6 +221,25 @@ describeEachDatabase(
       ]);
     });
 
+    it("shows nothing of an author's private changes: an email or password change leaves every feed's answer as it was", async () => {
+      const author = await registerUser(app(), 'private');
+      await createArticle(app(), author.token);
+      const paths = ['/feeds/articles', `/feeds/authors/${author.username}/articles`];
+      // Past the current second, so that Last-Modified, sent only for a past second, is there to compare.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const answers = () => Promise.all(paths.map((path) => feed(app(), path, 'json')));
+      const before = await answers();
+      for (const user of [{ email: `moved-${author.email}` }, { password: 'another-password-0123' }]) {
+        expect((await call(app(), 'PUT', '/api/user', { token: author.token, body: { user } })).status).toBe(200);
+      }
+      const after = await answers();
+      for (const [i, path] of paths.entries()) {
+        expect(after[i]!.headers.etag, path).toBe(before[i]!.headers.etag);
+        expect(after[i]!.headers['last-modified'], path).toBe(before[i]!.headers['last-modified']);
+      }
+      expect(before[1]!.headers['last-modified']).toBeDefined();
+    });
+
     it('renders at most 100,000 characters of bodies per answer, and shows the rest by description and link', async () => {
       const author = await registerUser(app(), 'long');
       const long = (word: string) => `${word} `.repeat(12_000);

@@ -14,7 +14,7 @@ export type FeedScope = { kind: 'site' } | { kind: 'author'; authorId: number } 
 export function findAuthor(db: Executor, username: string) {
   return db
     .selectFrom('users')
-    .select(['id', 'username', 'updated_at'])
+    .select(['id', 'username', 'profile_updated_at'])
     .where('username_key', '=', usernameKey(username))
     .where((eb) => presentTo(eb, null))
     .executeTakeFirst();
@@ -63,21 +63,24 @@ function newestIds(db: Executor, scope: FeedScope, now: number) {
 /** The scope's newest articles with their bodies, authors and tags, newest published first: one statement. */
 export function feedArticles(db: Executor, scope: FeedScope) {
   return withArticleView(db.selectFrom('articles').where('articles.id', 'in', newestIds(db, scope, Date.now())), null)
-    .select(['articles.id', 'articles.body', 'users.updated_at as author_updated_at'])
+    .select(['articles.id', 'articles.body', 'users.profile_updated_at as author_updated_at'])
     .orderBy('articles.listed_at', 'desc')
     .orderBy('articles.id', 'desc')
     .execute();
 }
 
 /**
- * When the newest event was recorded: every write that can change a feed (an article written, edited or deleted,
- * a profile changed) appends one in its own transaction, so nothing in any feed changed after it. One probe of the
- * (created_at, id) index.
+ * When the newest event was recorded: every write that can change a feed (an article written, edited, deleted,
+ * published or withheld) appends one in its own transaction, so nothing in any feed changed after it. A walk back
+ * the (created_at, id) index, past the newest accounts' own changes (see below).
  */
 export async function lastRecordedWrite(db: Executor): Promise<number | null> {
   const newest = await db
     .selectFrom('events')
     .select('created_at')
+    // An account's changes show in a feed only through its articles' rows (profile_updated_at, which the feed's shown
+    // time covers): an email or a password change must not move every feed's date for strangers to see.
+    .where('type', '<>', 'user.updated')
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(1)

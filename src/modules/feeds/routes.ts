@@ -181,7 +181,7 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: `The newest articles by ${author.username} on ${feeds.siteName}`,
         homeUrl: links.profile(author.username),
         author: author.username,
-        since: author.updated_at,
+        since: author.profile_updated_at,
       };
     },
   );
