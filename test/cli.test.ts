@@ -33,7 +33,9 @@ describe('conduit --help', () => {
 
 /** Rows per table, and how many counters and copies disagree with the rows they stand for. */
 async function census({ db }: DatabaseHandle) {
-  const count = async (table: 'users' | 'articles' | 'tags' | 'article_tags' | 'follows' | 'favorites' | 'comments') =>
+  const count = async (
+    table: 'users' | 'articles' | 'article_revisions' | 'tags' | 'article_tags' | 'follows' | 'favorites' | 'comments',
+  ) =>
     Number(
       (
         await db
@@ -55,6 +57,7 @@ async function census({ db }: DatabaseHandle) {
   return {
     users: await count('users'),
     articles: await count('articles'),
+    revisions: await count('article_revisions'),
     follows: await count('follows'),
     favorites: await count('favorites'),
     comments: await count('comments'),
@@ -146,6 +149,8 @@ for (const kind of DATABASES) {
         expect(found).toMatchObject({
           users: 12,
           articles: 30,
+          // Each article's first revision, as creating one through the API keeps.
+          revisions: 30,
           follows: 20,
           favorites: 80,
           comments: 50,

@@ -399,6 +399,19 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
     );
     const articleIdBySlug = new Map(articleRows.map((row) => [row.slug, row.id]));
     const articleIds = articles.map((article) => articleIdBySlug.get(article.row.slug)!);
+    // The revision creating an article keeps (modules/revisions): what was written, when it was written.
+    await inBatches(
+      articles.map(({ row }, i) => ({
+        article_id: articleIds[i]!,
+        title: row.title,
+        description: row.description,
+        body: row.body,
+        tag_list: row.tag_list,
+        created_at: row.created_at,
+      })),
+      (batch) => trx.insertInto('article_revisions').values(batch).execute(),
+      () => {},
+    );
 
     const usedTags = [...new Set(articles.flatMap((article) => article.tags))];
     if (usedTags.length > 0) {
