@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
 import { toIso } from '../../schemas.js';
-import { EVENT_SCHEMA_VERSION, type EventType } from './catalogue.js';
+import { EVENT_SCHEMA_VERSION, type EventType, NOTIFIES } from './catalogue.js';
 
 /**
  * A place in the outbox's commit order. On PostgreSQL that is (transaction id, event id), read only below the oldest
@@ -56,31 +56,107 @@ const toStored = (row: EventRow): StoredEvent => ({
 const DEPARTURES: ReadonlySet<EventType> = new Set(['article.unpublished', 'article.deleted', 'article.hidden', 'comment.hidden']);
 
 /**
- * The next events after `after`, at most `limit`, in commit order, for the live streams. An event is public as read
- * now, not only as written: one about an article that is not public now (unpublished, hidden, deleted since) is
- * public no longer, so that a stream resuming from long ago does not show an article that anyone else now gets 404
- * on (visibility.ts), nor a comment a moderator has hidden since, the departures excepted.
+ * What a reader wants of the outbox, as far as the database can tell: the public events of these types (all of them
+ * when null) about this owner's content (anyone's when null), and the events that notify `notifiedId`. A pre-filter
+ * only: the stream still decides each event it sends (event-stream.ts), so this may let through more, never less.
  */
+export interface OutboxWanted {
+  publicTypes: readonly EventType[] | null;
+  ownerId: number | null;
+  notifiedId: number | null;
+}
+
+/** The types that make a notification: an event of another type is never one, whoever it concerns. */
+const NOTIFYING_TYPES = Object.keys(NOTIFIES) as EventType[];
+
+/** An event as read for the streams, with what it takes to tell whether it is public now. */
+function selectStreamEvents(db: Executor, wanted: OutboxWanted | null) {
+  return selectEvents(db)
+    .select((eb) => [
+      eb.selectFrom('articles').select('articles.listed_at').whereRef('articles.id', '=', 'events.article_id').as('listed_at'),
+      eb.selectFrom('comments').select('comments.hidden_reason').whereRef('comments.id', '=', 'events.comment_id').as('comment_hidden'),
+    ])
+    .$if(wanted !== null, (query) =>
+      query.where((eb) => {
+        const { publicTypes, ownerId, notifiedId } = wanted!;
+        const shown = [eb('public', '=', 1)];
+        if (publicTypes !== null) shown.push(eb('type', 'in', publicTypes));
+        if (ownerId !== null) shown.push(eb('owner_id', '=', ownerId));
+        if (notifiedId === null) return eb.and(shown);
+        return eb.or([eb.and(shown), eb.and([eb('owner_id', '=', notifiedId), eb('type', 'in', NOTIFYING_TYPES)])]);
+      }),
+    );
+}
+
+/** The events past `after` in commit order: on PostgreSQL (tx, id), on SQLite the id. */
+const pastPosition = (db: Executor, after: StreamPosition) =>
+  sql<boolean>`${dialectOf(db) === 'postgres' ? sql`(tx, id) > (${after.tx}, ${after.id})` : sql`id > ${after.id}`}`;
+
+const upToPosition = (db: Executor, through: StreamPosition) =>
+  sql<boolean>`${dialectOf(db) === 'postgres' ? sql`(tx, id) <= (${through.tx}, ${through.id})` : sql`id <= ${through.id}`}`;
+
+const inCommitOrder = <Q extends { orderBy(column: 'tx' | 'id'): Q }>(db: Executor, query: Q): Q =>
+  dialectOf(db) === 'postgres' ? query.orderBy('tx').orderBy('id') : query.orderBy('id');
+
+/**
+ * An event is public as read now, not only as written: one about an article that is not public now (unpublished,
+ * hidden, deleted since) is public no longer, so that a stream resuming from long ago does not show an article that
+ * anyone else now gets 404 on (visibility.ts), nor a comment a moderator has hidden since, the departures excepted.
+ */
+function asShownNow(row: StreamEventRow, now: number): StoredEvent {
+  const stored = toStored(row);
+  const shown =
+    DEPARTURES.has(stored.type) ||
+    ((row.article_id === null || (row.listed_at !== null && row.listed_at <= now)) && row.comment_hidden === null);
+  return { ...stored, public: stored.public && shown };
+}
+
+type StreamEventRow = Awaited<ReturnType<ReturnType<typeof selectStreamEvents>['execute']>>[number];
+
+/** The next events after `after`, at most `limit`, in commit order, for the live streams (see asShownNow). */
 export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
   const now = Date.now();
-  const events = selectEvents(db).select((eb) => [
-    eb.selectFrom('articles').select('articles.listed_at').whereRef('articles.id', '=', 'events.article_id').as('listed_at'),
-    eb.selectFrom('comments').select('comments.hidden_reason').whereRef('comments.id', '=', 'events.comment_id').as('comment_hidden'),
-  ]);
-  const query =
-    dialectOf(db) === 'postgres'
-      ? events
-          .where((eb) => eb(eb.refTuple('tx', 'id'), '>', eb.tuple(after.tx, after.id)))
-          .orderBy('tx')
-          .orderBy('id')
-      : events.where('id', '>', after.id).orderBy('id');
-  return (await query.limit(limit).execute()).map((row) => {
-    const stored = toStored(row);
-    const shown =
-      DEPARTURES.has(stored.type) ||
-      ((row.article_id === null || (row.listed_at !== null && row.listed_at <= now)) && row.comment_hidden === null);
-    return { ...stored, public: stored.public && shown };
-  });
+  const rows = await inCommitOrder(db, selectStreamEvents(db, null).where(pastPosition(db, after)))
+    .limit(limit)
+    .execute();
+  return rows.map((row) => asShownNow(row, now));
+}
+
+/** A stretch of the outbox read for one stream: what it may want of it, and where the stretch ends. */
+export interface OutboxStretch {
+  events: StoredEvent[];
+  /** The position of the stretch's last event, whether wanted or not; null when the stretch reached the outbox's end. */
+  through: StreamPosition | null;
+}
+
+/**
+ * The next `length` events after `after` in commit order, of which only those `wanted` are read whole: what the
+ * stretch covers is found on the position index alone, so a filter that matches nothing costs no event's data, and
+ * however little matches, one read never covers more than `length` events.
+ */
+export async function readStretchAfter(db: Executor, after: StreamPosition, length: number, wanted: OutboxWanted): Promise<OutboxStretch> {
+  const last = await inCommitOrder(
+    db,
+    db
+      .selectFrom('events')
+      .select(['tx', 'id'])
+      .$if(dialectOf(db) === 'postgres', (query) => query.where('tx', '<', settledBelow))
+      .where(pastPosition(db, after)),
+  )
+    .offset(length - 1)
+    .limit(1)
+    .executeTakeFirst();
+  const through = last === undefined ? null : { tx: Number(last.tx), id: Number(last.id) };
+  const now = Date.now();
+  const rows = await inCommitOrder(
+    db,
+    selectStreamEvents(db, wanted)
+      .where(pastPosition(db, after))
+      .$if(through !== null, (query) => query.where(upToPosition(db, through!))),
+  )
+    .limit(length)
+    .execute();
+  return { events: rows.map((row) => asShownNow(row, now)), through };
 }
 
 /** Events with ids above `after`, in id order: for operators (the CLI), who think in ids, not in commit order. */
