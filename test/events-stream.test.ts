@@ -1,8 +1,10 @@
-import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
+import { BufferBudget } from '../src/modules/events/buffer-budget.js';
 import {
   createScratchDatabase,
   DATABASES,
@@ -385,6 +387,75 @@ describeEachDatabase(
   // Seeding blocks the event loop for a while, which the overload guard would hold against the requests after it.
   { EVENT_REPLAY_MAX_EVENTS: '200000', OVERLOAD_EVENT_LOOP_DELAY_MS: '0' },
 );
+
+/** A stream whose client sends its request and then never reads: what the server sends piles up in its buffers. */
+async function neverReading(port: number): Promise<Socket> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.pause();
+  socket.write('GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  return socket;
+}
+
+describe('the buffer budget of all the streams of a process', () => {
+  const stream = (backlog: number) => ({ backlog: () => backlog, cut: vi.fn(), set: (bytes: number) => (backlog = bytes) });
+
+  it('cuts the streams holding the most until the rest fit, measuring them afresh first', () => {
+    const budget = new BufferBudget(14);
+    const streams = [stream(1), stream(5), stream(3), stream(4)];
+    const [, large, middle, drained] = streams;
+    for (const each of streams) budget.charge(each);
+    expect(budget.held()).toBe(13);
+    // The last one's client has read since it wrote: the 4 bytes recorded for it are gone, and 12 fit.
+    drained!.set(0);
+    middle!.set(6);
+    budget.charge(middle!);
+    expect(streams.map((each) => each.cut.mock.calls.length)).toEqual([0, 0, 0, 0]);
+
+    large!.set(9);
+    budget.charge(large!);
+    expect(streams.map((each) => each.cut.mock.calls.length)).toEqual([0, 1, 0, 0]);
+    expect(budget.held()).toBe(7);
+  });
+});
+
+describe('GET /api/events and clients that never read', () => {
+  const defer = deferPerTest();
+
+  it('keeps the bytes all streams hold under EVENT_STREAMS_BUFFER_MB, the largest cut first, and a reader gets everything', async () => {
+    const budget = 2 * 1024 * 1024;
+    const app = await sqliteAppWith(defer, {
+      EVENT_STREAMS_BUFFER_MB: '2',
+      EVENT_STREAMS_PER_CLIENT: '0',
+      OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
+    });
+    const base = await listen(app);
+    const gauge = async (name: string) =>
+      Number(new RegExp(`^${name} (\\d+)$`, 'm').exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);
+
+    const idle = await Promise.all([1, 2, 3, 4].map(() => neverReading((app.server.address() as AddressInfo).port)));
+    defer(async () => {
+      for (const socket of idle) socket.destroy();
+    });
+    const reader = await openStream(`${base}/api/events`);
+    defer(async () => reader.close());
+    await expect.poll(() => gauge('conduit_event_streams_open')).toBe(5);
+
+    const author = await registerUser(app, 'bulky');
+    let mostHeld = 0;
+    for (let i = 0; i < 60; i++) {
+      // Each event carries the whole article: about 100 KB.
+      await createArticle(app, author.token, { body: 'x'.repeat(99_000) });
+      mostHeld = Math.max(mostHeld, await gauge('conduit_event_stream_buffered_bytes'));
+    }
+    await reader.until(withIds(60), 20_000);
+    expect(reader.events().map((event) => event.envelope.data.article.author.username)).toEqual(Array(60).fill(author.username));
+    expect(mostHeld).toBeGreaterThan(0);
+    expect(mostHeld).toBeLessThanOrEqual(budget);
+    // Some of the idle ones had to go for the budget to hold; the reader was never among them.
+    expect(await gauge('conduit_event_streams_open')).toBeLessThan(5);
+  });
+});
 
 const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
 
