@@ -31,11 +31,12 @@ export interface StoredEvent {
 /** Everything below this transaction id has committed or rolled back; what sits above it may still appear. */
 const settledBelow = sql<number>`pg_snapshot_xmin(pg_current_snapshot())::text::bigint`;
 
+/** The events a reader may go past: on PostgreSQL, those of the transactions that have finished. */
+const settledEvents = (db: Executor) =>
+  db.selectFrom('events').$if(dialectOf(db) === 'postgres', (query) => query.where('tx', '<', settledBelow));
+
 function selectEvents(db: Executor) {
-  return db
-    .selectFrom('events')
-    .select(['id', 'tx', 'type', 'actor_id', 'owner_id', 'article_id', 'public', 'data', 'created_at'])
-    .$if(dialectOf(db) === 'postgres', (query) => query.where('tx', '<', settledBelow));
+  return settledEvents(db).select(['id', 'tx', 'type', 'actor_id', 'owner_id', 'article_id', 'public', 'data', 'created_at']);
 }
 
 type EventRow = Awaited<ReturnType<ReturnType<typeof selectEvents>['execute']>>[number];
@@ -79,21 +80,20 @@ function selectStreamEvents(db: Executor, wanted: OutboxWanted | null) {
     .$if(wanted !== null, (query) =>
       query.where((eb) => {
         const { publicTypes, ownerId, notifiedId } = wanted!;
-        const shown = [eb('public', '=', 1)];
-        if (publicTypes !== null) shown.push(eb('type', 'in', publicTypes));
-        if (ownerId !== null) shown.push(eb('owner_id', '=', ownerId));
-        if (notifiedId === null) return eb.and(shown);
-        return eb.or([eb.and(shown), eb.and([eb('owner_id', '=', notifiedId), eb('type', 'in', NOTIFYING_TYPES)])]);
+        const publicWanted = [eb('public', '=', 1)];
+        if (publicTypes !== null) publicWanted.push(eb('type', 'in', publicTypes));
+        if (ownerId !== null) publicWanted.push(eb('owner_id', '=', ownerId));
+        if (notifiedId === null) return eb.and(publicWanted);
+        return eb.or([eb.and(publicWanted), eb.and([eb('owner_id', '=', notifiedId), eb('type', 'in', NOTIFYING_TYPES)])]);
       }),
     );
 }
 
-/** The events past `after` in commit order: on PostgreSQL (tx, id), on SQLite the id. */
-const pastPosition = (db: Executor, after: StreamPosition) =>
-  sql<boolean>`${dialectOf(db) === 'postgres' ? sql`(tx, id) > (${after.tx}, ${after.id})` : sql`id > ${after.id}`}`;
-
-const upToPosition = (db: Executor, through: StreamPosition) =>
-  sql<boolean>`${dialectOf(db) === 'postgres' ? sql`(tx, id) <= (${through.tx}, ${through.id})` : sql`id <= ${through.id}`}`;
+/** An event's place in commit order compared with `position`: on PostgreSQL (tx, id), on SQLite the id. */
+const comparedTo = (db: Executor, operator: '>' | '<=', position: StreamPosition) =>
+  dialectOf(db) === 'postgres'
+    ? sql<boolean>`(tx, id) ${sql.raw(operator)} (${position.tx}, ${position.id})`
+    : sql<boolean>`id ${sql.raw(operator)} ${position.id}`;
 
 const inCommitOrder = <Q extends { orderBy(column: 'tx' | 'id'): Q }>(db: Executor, query: Q): Q =>
   dialectOf(db) === 'postgres' ? query.orderBy('tx').orderBy('id') : query.orderBy('id');
@@ -116,7 +116,7 @@ type StreamEventRow = Awaited<ReturnType<ReturnType<typeof selectStreamEvents>['
 /** The next events after `after`, at most `limit`, in commit order, for the live streams (see asShownNow). */
 export async function readEventsAfter(db: Executor, after: StreamPosition, limit: number): Promise<StoredEvent[]> {
   const now = Date.now();
-  const rows = await inCommitOrder(db, selectStreamEvents(db, null).where(pastPosition(db, after)))
+  const rows = await inCommitOrder(db, selectStreamEvents(db, null).where(comparedTo(db, '>', after)))
     .limit(limit)
     .execute();
   return rows.map((row) => asShownNow(row, now));
@@ -130,18 +130,16 @@ export interface OutboxStretch {
 }
 
 /**
- * The next `length` events after `after` in commit order, of which only those `wanted` are read whole: what the
- * stretch covers is found on the position index alone, so a filter that matches nothing costs no event's data, and
- * however little matches, one read never covers more than `length` events.
+ * The next `length` events after `after` in commit order, of which only those `wanted` are read whole: where the
+ * stretch ends is found by position alone (the primary key on SQLite, the (tx, id) index on PostgreSQL), so a filter
+ * that matches nothing costs no event's data, and however little matches, one read never covers more than `length`.
  */
 export async function readStretchAfter(db: Executor, after: StreamPosition, length: number, wanted: OutboxWanted): Promise<OutboxStretch> {
   const last = await inCommitOrder(
     db,
-    db
-      .selectFrom('events')
+    settledEvents(db)
       .select(['tx', 'id'])
-      .$if(dialectOf(db) === 'postgres', (query) => query.where('tx', '<', settledBelow))
-      .where(pastPosition(db, after)),
+      .where(comparedTo(db, '>', after)),
   )
     .offset(length - 1)
     .limit(1)
@@ -151,8 +149,8 @@ export async function readStretchAfter(db: Executor, after: StreamPosition, leng
   const rows = await inCommitOrder(
     db,
     selectStreamEvents(db, wanted)
-      .where(pastPosition(db, after))
-      .$if(through !== null, (query) => query.where(upToPosition(db, through!))),
+      .where(comparedTo(db, '>', after))
+      .$if(through !== null, (query) => query.where(comparedTo(db, '<=', through!))),
   )
     .limit(length)
     .execute();
