@@ -177,6 +177,31 @@ describeEachDatabase(
       expect(slugs(polyfilled)).toEqual(written.slice(5));
     });
 
+    it("resumes a signed-in viewer's notifications whatever the filters, and only what the filters want besides", async () => {
+      const { app } = ctx();
+      const [me, other] = [await registerUser(app, 'resumer'), await registerUser(app, 'other')];
+      const mine = await createArticle(app, me.token);
+      const watching = await open(`?author=${other.username}`, { authorization: `Token ${me.token}` });
+      const theirs = await createArticle(app, other.token);
+      await watching.until(withIds(1));
+      const lastSeen = watching.events().at(-1)!.id;
+      watching.close();
+
+      await comment(app, other, mine.slug);
+      await comment(app, me, theirs.slug);
+      await comment(app, other, theirs.slug);
+      expect((await call(app, 'DELETE', `/api/articles/${theirs.slug}`, { token: other.token })).status).toBe(204);
+      const resumed = await open(`?author=${other.username}&types=article.deleted`, {
+        authorization: `Token ${me.token}`,
+        'last-event-id': lastSeen,
+      });
+      await untilAbout(resumed, [mine.slug, theirs.slug], 2);
+      expect(about(resumed, [mine.slug, theirs.slug]).map((event) => [event.name, event.envelope.data.article.slug])).toEqual([
+        ['notification', mine.slug],
+        ['article.deleted', theirs.slug],
+      ]);
+    });
+
     it('caps the streams one client address holds with 429, and frees a place when one closes', async () => {
       // The earlier tests' streams are closed, but the server may not have seen the last of them go yet.
       await expect.poll(openStreams).toBe(0);
