@@ -130,11 +130,19 @@ export interface OutboxStretch {
 }
 
 /**
- * The next `length` events after `after` in commit order, of which only those `wanted` are read whole: where the
- * stretch ends is found by position alone (the primary key on SQLite, the (tx, id) index on PostgreSQL), so a filter
- * that matches nothing costs no event's data, and however little matches, one read never covers more than `length`.
+ * Where the `length` events after `after` end in commit order, found without reading any event's data; null when fewer
+ * are left. On SQLite ids are commit order and nearly dense, so the stretch is an id range from the next event on
+ * (a gap that retention or a purge left before it is skipped, holes inside it only make it hold fewer): two lookups on
+ * the primary key instead of a walk through rows as large as their data. On PostgreSQL, a walk on the (tx, id) index.
  */
-export async function readStretchAfter(db: Executor, after: StreamPosition, length: number, wanted: OutboxWanted): Promise<OutboxStretch> {
+async function stretchEnd(db: Executor, after: StreamPosition, length: number): Promise<StreamPosition | null> {
+  if (dialectOf(db) === 'sqlite') {
+    const next = await db.selectFrom('events').select('id').where('id', '>', after.id).orderBy('id').limit(1).executeTakeFirst();
+    const newest = await db.selectFrom('events').select('id').orderBy('id', 'desc').limit(1).executeTakeFirst();
+    if (next === undefined || newest === undefined) return null;
+    const end = next.id + length - 1;
+    return end < newest.id ? { tx: 0, id: end } : null;
+  }
   const last = await inCommitOrder(
     db,
     settledEvents(db)
@@ -144,7 +152,15 @@ export async function readStretchAfter(db: Executor, after: StreamPosition, leng
     .offset(length - 1)
     .limit(1)
     .executeTakeFirst();
-  const through = last === undefined ? null : { tx: Number(last.tx), id: Number(last.id) };
+  return last === undefined ? null : { tx: Number(last.tx), id: Number(last.id) };
+}
+
+/**
+ * At most the next `length` events after `after` in commit order, of which only those `wanted` are read whole: a
+ * filter that matches nothing costs no event's data, and however little matches, one read never covers more.
+ */
+export async function readStretchAfter(db: Executor, after: StreamPosition, length: number, wanted: OutboxWanted): Promise<OutboxStretch> {
+  const through = await stretchEnd(db, after, length);
   const now = Date.now();
   const rows = await inCommitOrder(
     db,
