@@ -373,6 +373,18 @@ describeEachDatabase(
       expect(resumeMarker(third)).toBeUndefined();
     });
 
+    it('does not spend its limit on events that are gone, as retention leaves them', async () => {
+      const { app } = ctx();
+      const start = await seedEvents(app, 1, 'article.updated', { article: { slug: 'before' } });
+      const gone = await seedEvents(app, 2_500, 'article.updated', { article: { slug: 'gone' } });
+      const wanted = await seedEvents(app, 1, 'comment.deleted', { article: { slug: 'wanted' }, comment: { id: 1 } });
+      await app.db.deleteFrom('events').where('id', '>', start).where('id', '<=', gone).execute();
+
+      const stream = await resume(`?types=comment.deleted&lastEventId=${start}`);
+      await stream.until(withIds(1));
+      expect(stream.events().map((event) => event.id)).toEqual([`${wanted}`]);
+    });
+
     it('sends at most about EVENT_REPLAY_MAX_MB of missed events a request, then gives the id of the last one sent', async () => {
       const { app } = ctx();
       const start = await seedEvents(app, 1, 'article.updated', { article: { slug: 'before' } });
