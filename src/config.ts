@@ -146,6 +146,11 @@ export interface EventStreamConfig {
   perClient: number;
   max: number;
   heartbeatMs: number;
+  /** Bytes waiting to be sent that all the streams of the process may hold together. */
+  bufferBudgetBytes: number;
+  /** What one resuming request may read from the outbox and send before it tells the client to resume further on. */
+  replayMaxEvents: number;
+  replayMaxBytes: number;
 }
 
 /** One or more bad settings; the message has one line per setting, so a single start reports them all. */
@@ -158,6 +163,8 @@ export class ConfigError extends Error {
     this.problems = list;
   }
 }
+
+const MIB = 1024 * 1024;
 
 /** Soon enough to ride out a blip at the receiver; doubling from here, the waits reach their one-hour cap by the 11th attempt. */
 const WEBHOOK_BACKOFF_BASE_MS = 5_000;
@@ -368,7 +375,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
     },
     overload: {
       maxEventLoopDelayMs: settings.OVERLOAD_EVENT_LOOP_DELAY_MS,
-      maxRssBytes: settings.OVERLOAD_RSS_MB * 1024 * 1024,
+      maxRssBytes: settings.OVERLOAD_RSS_MB * MIB,
     },
     retention: {
       eventsMs: milliseconds('EVENT_RETENTION'),
@@ -389,6 +396,9 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       perClient: settings.EVENT_STREAMS_PER_CLIENT,
       max: settings.EVENT_STREAMS_MAX,
       heartbeatMs: milliseconds('EVENT_STREAM_HEARTBEAT'),
+      bufferBudgetBytes: settings.EVENT_STREAMS_BUFFER_MB * MIB,
+      replayMaxEvents: settings.EVENT_REPLAY_MAX_EVENTS,
+      replayMaxBytes: settings.EVENT_REPLAY_MAX_MB * MIB,
     },
     feeds: {
       siteName: settings.SITE_NAME,

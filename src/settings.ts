@@ -287,6 +287,19 @@ export const SETTINGS = Type.Object(
       'live event streams (`GET /api/events`) one client address may hold open at once in each process; past it, 429; `0` off',
     ),
     EVENT_STREAMS_MAX: count(1000, 'live event streams open at once in each process; past it, 503; `0` off'),
+    EVENT_STREAMS_BUFFER_MB: positive(
+      64,
+      'MiB of events waiting to be sent that all the live event streams of a process may hold together; past it the streams ' +
+        'holding the most are disconnected first (each is also disconnected past 4 MiB of its own); they resume with ' +
+        '`Last-Event-ID`',
+    ),
+    EVENT_REPLAY_MAX_EVENTS: positive(
+      10_000,
+      'events a resuming live stream reads from the outbox in one request, whether its filters keep them or not; past it, ' +
+        'or past `EVENT_REPLAY_MAX_MB` sent, the stream gives the client the event id it got to and ends, and the client ' +
+        'resumes from there',
+    ),
+    EVENT_REPLAY_MAX_MB: positive(16, 'MiB of missed events a resuming live stream sends in one request (see `EVENT_REPLAY_MAX_EVENTS`)'),
     EVENT_STREAM_HEARTBEAT: duration(
       '15s',
       'how often an idle event stream gets a comment line, so that proxies keep it open; shorter than `CONNECTION_TIMEOUT`, ' +

@@ -23,6 +23,7 @@ const POOL_GAUGES: Array<[name: string, help: string, stat: keyof PoolStats]> = 
 export interface EventStreamStats {
   readonly open: number;
   lagSeconds(): number;
+  bufferedBytes(): number;
 }
 
 /** Every unmatched URL counts under this one route label: a flood of 404s shows, and the series stay bounded. */
@@ -134,6 +135,14 @@ export function installMetrics(app: FastifyInstance, database: DatabaseHandle, s
     registers: [registry],
     collect() {
       this.set(streams.open);
+    },
+  });
+  new Gauge({
+    name: 'conduit_event_stream_buffered_bytes',
+    help: 'bytes the live event streams of this process hold for clients that have not read them yet (EVENT_STREAMS_BUFFER_MB)',
+    registers: [registry],
+    collect() {
+      this.set(streams.bufferedBytes());
     },
   });
   new Gauge({

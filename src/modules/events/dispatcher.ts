@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { DatabaseConfig, EventStreamConfig } from '../../config.js';
 import type { DatabaseHandle, Executor } from '../../db/index.js';
 import { READ_METHODS } from '../../read-methods.js';
+import { BufferBudget } from './buffer-budget.js';
 import type { EventType } from './catalogue.js';
 import { envelope, readEventsAfter, type StoredEvent, type StreamPosition, streamHead } from './stream.js';
 
@@ -72,6 +73,8 @@ interface Log {
  * PostgreSQL), and every POLL_INTERVAL_MS in any case.
  */
 export class EventDispatcher {
+  /** What all the streams of this process may hold for their clients together. */
+  readonly buffers: BufferBudget;
   private readonly subscribers = new Set<Subscriber>();
   /** Streams open per client address; an address leaves the map with its last stream. */
   private readonly perClient = new Map<string, number>();
@@ -91,6 +94,7 @@ export class EventDispatcher {
     database: DatabaseConfig,
     private readonly limits: EventStreamConfig,
   ) {
+    this.buffers = new BufferBudget(limits.bufferBudgetBytes);
     this.notifier = database.kind === 'postgres' ? new Notifier(database.url, log, () => this.wake()) : null;
   }
 
@@ -119,6 +123,10 @@ export class EventDispatcher {
   /** Seconds between now and the last event handed out, when the poller has not caught up with the outbox; else 0. */
   lagSeconds(now = Date.now()): number {
     return this.lastFannedOutAt === null ? 0 : Math.max(0, now - this.lastFannedOutAt) / 1000;
+  }
+
+  bufferedBytes(): number {
+    return this.buffers.held();
   }
 
   start(): void {

@@ -41,7 +41,8 @@ async function filterOf(request: EventsRequest): Promise<StreamFilter> {
  */
 export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const dispatcher = app.events;
-  const { heartbeatMs } = app.config.events;
+  const { heartbeatMs, replayMaxEvents, replayMaxBytes } = app.config.events;
+  const replayLimits = { maxEvents: replayMaxEvents, maxBytes: replayMaxBytes };
 
   app.get(
     '/events',
@@ -73,7 +74,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw refusal === 'client' ? rateLimited() : new HttpError(503, { streams: ['too many open, retry later'] });
       }
 
-      const stream = new EventStream(filter, reply.raw, heartbeatMs, resumeAfter !== undefined);
+      const stream = new EventStream(filter, reply.raw, dispatcher.buffers, { heartbeatMs, resuming: resumeAfter !== undefined });
       stream.body.on('close', () => {
         dispatcher.unsubscribe(stream);
         dispatcher.release(client);
@@ -89,7 +90,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw error;
       }
       if (missedAfter !== null) {
-        stream.catchUp(request.db, missedAfter, live).catch((error: unknown) => {
+        stream.catchUp(request.db, missedAfter, live, replayLimits).catch((error: unknown) => {
           request.log.warn({ err: error }, 'could not read the missed events of a resuming stream');
           stream.cut();
         });

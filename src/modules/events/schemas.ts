@@ -36,4 +36,5 @@ export const EVENT_STREAM_DESCRIPTION =
   '(`{"id","type","version","timestamp","data"}`, `data` in the API\'s own shapes). Anyone gets the public events ' +
   '(articles and comments) that pass the filters; a signed-in user also gets, as `notification` and whatever the ' +
   'filters, what others did to them: a follow, a favorite of or a comment on their article. A `: ping` comment comes ' +
-  'while nothing happens. Reconnecting with `Last-Event-ID` (EventSource does) sends what was missed first, nothing twice.';
+  'while nothing happens. Reconnecting with `Last-Event-ID` (EventSource does) sends what was missed first, nothing twice; ' +
+  'a long replay comes in parts, each ending with a comment and an `id:` line without data: reconnect with that id.';
