@@ -80,27 +80,33 @@ const CLAIM_LOCK = 0x5745_4248;
  * costs its owner their share, and anyone else waits at most for the next free slot.
  */
 function fairShare(db: Executor, now: number, limit: number) {
-  const ranked = dueDeliveries(db, now).select((eb) => [
-    'd.id',
-    'd.endpoint_id',
-    'd.next_attempt_at',
-    sql<number>`row_number() over (partition by ${sql.ref('w.owner_id')} order by ${sql.ref('d.next_attempt_at')}, ${sql.ref('d.id')})`.as(
-      'turn',
-    ),
-    eb
-      .selectFrom('webhook_deliveries as leased')
-      .innerJoin('webhook_endpoints as lw', 'lw.id', 'leased.endpoint_id')
-      .select((inner) => inner.fn.countAll<number>().as('on_their_way'))
-      .whereRef('lw.owner_id', '=', 'w.owner_id')
-      .where('leased.status', '=', PENDING)
-      .where('leased.leased_until', '>', now)
-      .as('on_their_way'),
-    eb
-      .selectFrom('webhook_endpoints as cw')
-      .select((inner) => inner.fn.coalesce(inner.fn.max('cw.last_claimed_at'), sql.lit(0)).as('served_at'))
-      .whereRef('cw.owner_id', '=', 'w.owner_id')
-      .as('served_at'),
-  ]);
+  // Per owner, once each (subqueries per due row cost a 50,000-delivery backlog 55 ms more): the leases, off their
+  // partial index (migration 0020), and when their endpoints were last claimed.
+  const onTheirWay = db
+    .selectFrom('webhook_deliveries as leased')
+    .innerJoin('webhook_endpoints as lw', 'lw.id', 'leased.endpoint_id')
+    .select(['lw.owner_id', (eb) => eb.fn.countAll<number>().as('count')])
+    .where('leased.leased_until', '>', now)
+    .where('leased.status', '=', PENDING)
+    .groupBy('lw.owner_id');
+  const servedAt = db
+    .selectFrom('webhook_endpoints as cw')
+    .select(['cw.owner_id', (eb) => eb.fn.max('cw.last_claimed_at').as('at')])
+    .where('cw.last_claimed_at', 'is not', null)
+    .groupBy('cw.owner_id');
+  const ranked = dueDeliveries(db, now)
+    .leftJoin(onTheirWay.as('busy'), 'busy.owner_id', 'w.owner_id')
+    .leftJoin(servedAt.as('served'), 'served.owner_id', 'w.owner_id')
+    .select((eb) => [
+      'd.id',
+      'd.endpoint_id',
+      'd.next_attempt_at',
+      sql<number>`row_number() over (partition by ${sql.ref('w.owner_id')} order by ${sql.ref('d.next_attempt_at')}, ${sql.ref('d.id')})`.as(
+        'turn',
+      ),
+      eb.fn.coalesce('busy.count', sql.lit(0)).as('on_their_way'),
+      eb.fn.coalesce('served.at', sql.lit(0)).as('served_at'),
+    ]);
   const load = sql`ranked.turn + ranked.on_their_way`;
   return db
     .selectFrom(ranked.as('ranked'))
@@ -123,7 +129,11 @@ export async function claimDue(database: DatabaseHandle, now: number, limit: num
   const db = database.writer;
   const leasedUntil = now + leaseMs;
   const claimed = await inTransaction(db, async (trx) => {
-    if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(CLAIM_LOCK)})`.execute(trx);
+    if (dialectOf(trx) === 'postgres') {
+      await sql`select pg_advisory_xact_lock(${sql.lit(CLAIM_LOCK)})`.execute(trx);
+      // A large backlog's estimated cost starts JIT compilation: 230 ms of compiling for a ranking that runs in 50.
+      await sql`set local jit = off`.execute(trx);
+    }
     const chosen = await fairShare(trx, now, limit).execute();
     if (chosen.length === 0) return [];
     // Endpoints before their deliveries, the order in which deleting an endpoint locks them: no deadlock between the two.
