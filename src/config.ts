@@ -58,6 +58,8 @@ export interface Config {
   webhooks: WebhookConfig;
   lifecycle: LifecycleConfig;
   events: EventStreamConfig;
+  /** Searches one client may have running or waiting (articles/search-turns.ts); 0 for no limit. */
+  searchesPerClient: number;
   feeds: FeedConfig;
   caching: CachingConfig;
 }
@@ -384,6 +386,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       max: settings.EVENT_STREAMS_MAX,
       heartbeatMs: milliseconds('EVENT_STREAM_HEARTBEAT'),
     },
+    searchesPerClient: settings.SEARCHES_PER_CLIENT,
     feeds: {
       siteName: settings.SITE_NAME,
       frontendUrl: withoutTrailingSlash(settings.FRONTEND_URL),

@@ -31,6 +31,11 @@ export interface DatabaseHandle {
    * they do not hold up the main thread's other requests; on PostgreSQL the same as `db`.
    */
   searcher: Executor;
+  /**
+   * Searches that may run at once (the others wait their turn, articles/routes.ts): on SQLite two, one in the worker
+   * thread while the other's answer is put together on the main thread; on PostgreSQL the read pool's connections.
+   */
+  searchesAtOnce: number;
   dialect: Dialect;
   /** Answers whether the database can run a query right now. */
   ping(): Promise<void>;
