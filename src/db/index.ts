@@ -32,8 +32,9 @@ export interface DatabaseHandle {
    */
   searcher: Executor;
   /**
-   * Searches that may run at once (the others wait their turn, articles/routes.ts): on SQLite two, one in the worker
-   * thread while the other's answer is put together on the main thread; on PostgreSQL the read pool's connections.
+   * Searches that may run at once (the others wait their turn, articles/search-turns.ts): on SQLite four, so that the
+   * worker thread has a statement to run while the others' answers are put together on the main thread (with two,
+   * twenty clients' searches were answered at half the rate); on PostgreSQL the read pool's connections.
    */
   searchesAtOnce: number;
   dialect: Dialect;
