@@ -33,8 +33,8 @@ export interface DatabaseHandle {
   searcher: Executor;
   /**
    * Searches that may run at once (the others wait their turn, articles/search-turns.ts): on SQLite four, so that the
-   * worker thread has a statement to run while the others' answers are put together on the main thread (with two,
-   * twenty clients' searches were answered at half the rate); on PostgreSQL the read pool's connections.
+   * worker thread has a statement to run while the others' answers are put together on the main thread; on
+   * PostgreSQL the read pool's connections.
    */
   searchesAtOnce: number;
   dialect: Dialect;
