@@ -4,9 +4,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type DatabaseHandle, type Executor, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
+import type { FairTurns } from './fair-turns.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
 import { installPublicationScheduler } from './modules/articles/scheduler.js';
+import { searchTurns } from './modules/articles/search-turns.js';
 import { commentsRoutes } from './modules/comments/routes.js';
 import { installEventDispatcher } from './modules/events/dispatcher.js';
 import { scheduleRetention } from './modules/events/retention.js';
@@ -47,6 +49,8 @@ declare module 'fastify' {
     db: Executor;
     /** Where searches run: see DatabaseHandle.searcher. */
     searcher: Executor;
+    /** Searches take turns, fairly between clients: see articles/routes.ts. */
+    searchTurns: FairTurns;
     tokens: TokenService;
   }
   interface FastifyRequest {
@@ -108,6 +112,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorate('config', config);
   app.decorate('db', database.db);
   app.decorate('searcher', database.searcher);
+  app.decorate('searchTurns', searchTurns(database.searchesAtOnce, config.searchesPerClient));
   installRequestDatabase(app, database);
   app.decorate('tokens', createTokenService(config.jwtSecret, config.jwtTtlSeconds));
 

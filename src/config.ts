@@ -62,6 +62,8 @@ export interface Config {
   webhooks: WebhookConfig;
   lifecycle: LifecycleConfig;
   events: EventStreamConfig;
+  /** Searches one client may have running or waiting (articles/search-turns.ts); 0 for no limit. */
+  searchesPerClient: number;
   feeds: FeedConfig;
   caching: CachingConfig;
 }
@@ -400,6 +402,7 @@ export function loadConfig(env: Env = readEnvironment()): Config {
       replayMaxEvents: settings.EVENT_REPLAY_MAX_EVENTS,
       replayMaxBytes: settings.EVENT_REPLAY_MAX_MB * MIB,
     },
+    searchesPerClient: settings.SEARCHES_PER_CLIENT,
     feeds: {
       siteName: settings.SITE_NAME,
       frontendUrl: withoutTrailingSlash(settings.FRONTEND_URL),

@@ -286,6 +286,11 @@ export const SETTINGS = Type.Object(
       5,
       'live event streams (`GET /api/events`) one client address may hold open at once in each process; past it, 429; `0` off',
     ),
+    SEARCHES_PER_CLIENT: count(
+      2,
+      'searches (`GET /api/articles?q=`) one client (a signed-in account, else an address) may have running or waiting at ' +
+        'once in each process, where searches take turns client by client; past it, 429; `0` off',
+    ),
     EVENT_STREAMS_MAX: count(1000, 'live event streams open at once in each process; past it, 503; `0` off'),
     EVENT_STREAMS_BUFFER_MB: positive(
       64,

@@ -75,6 +75,7 @@ describe('loadConfig', () => {
       retention: { eventsMs: 30 * 86_400_000, readNotificationsMs: 90 * 86_400_000 },
       webhooks: { deliver: true, timeoutMs: 10_000, retryForMs: 24 * 3_600_000, allowLoopback: false, backoffBaseMs: 5_000 },
       lifecycle: { publishScheduled: true, deletionGraceMs: 30 * 86_400_000 },
+      searchesPerClient: 2,
       events: {
         perClient: 5,
         max: 1000,

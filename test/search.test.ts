@@ -17,16 +17,27 @@ describe('search syntax', () => {
   it('reads words, phrases, exclusions and a prefix for the word being typed', () => {
     expect(parseSearch('Red "quick fox" -slow node.jsx')).toEqual({
       clauses: [
-        { words: ['red'], prefix: false, negated: false },
-        { words: ['quick', 'fox'], prefix: false, negated: false },
-        { words: ['slow'], prefix: false, negated: true },
-        { words: ['node', 'jsx'], prefix: true, negated: false },
+        { words: ['red'], terms: ['Red'], prefix: false, negated: false },
+        { words: ['quick', 'fox'], terms: ['quick', 'fox'], prefix: false, negated: false },
+        { words: ['slow'], terms: ['slow'], prefix: false, negated: true },
+        { words: ['node', 'jsx'], terms: ['node', 'jsx'], prefix: true, negated: false },
       ],
     });
     expect(parseSearch('typing ').clauses.at(-1)!.prefix).toBe(false);
     expect(parseSearch('"closed phrase"').clauses.at(-1)!.prefix).toBe(false);
     expect(parseSearch('go').clauses.at(-1)!.prefix).toBe(false);
     expect(parseSearch('gol').clauses.at(-1)!.prefix).toBe(true);
+  });
+
+  it('counts words and prefixes as the index splits and folds them', () => {
+    // One word to a regular expression of letters and marks, a hundred terms to FTS5, which splits at U+20DD.
+    expect(() => parseSearch('a\u20dd'.repeat(100))).toThrow(/at most 12 words/);
+    expect(() => parseSearch(`${'x\u0903'.repeat(SEARCH_WORDS_MAX)}x`)).toThrow(/at most 12 words/);
+    expect(parseSearch('x\u0903'.repeat(SEARCH_WORDS_MAX - 1)).clauses[0]!.terms).toHaveLength(SEARCH_WORDS_MAX - 1);
+    // FTS5 drops the accents: the prefix would be `t*`.
+    expect(parseSearch('t\u0301\u0301')).toEqual({ clauses: [{ words: ['t\u0301\u0301'], terms: ['t'], prefix: false, negated: false }] });
+    expect(parseSearch('tu\u0301\u0301').clauses[0]!.prefix).toBe(false);
+    expect(parseSearch('tu\u0301v').clauses[0]!.prefix).toBe(true);
   });
 
   it('refuses a search with nothing to find or too many words', () => {
@@ -188,6 +199,41 @@ describeEachDatabase('search', (ctx) => {
       expect(response.body.errors).toEqual({ q: ['needs a word to search for'] });
     }
     for (const text of marks) expect(await found(`${word} ${text}`)).toEqual(await found(word));
+  });
+
+  it('counts the words the index looks up, not what looks like one word', async () => {
+    // One run of letters and marks, a hundred terms to FTS5 (U+20DD splits) and to PostgreSQL's parser.
+    const response = await search(`q=${encodeURIComponent('a\u20dd'.repeat(100))}`);
+    expect(response.status).toBe(422);
+    expect(response.body.errors).toEqual({ q: ['can name at most 12 words'] });
+    // One term to FTS5, 66 to PostgreSQL, whose parser splits at `²`: each database counts its own.
+    const superscripts = await search(`q=${encodeURIComponent('ab\u00b2'.repeat(66))}`);
+    expect(superscripts.status, JSON.stringify(superscripts.body)).toBe(ctx().kind === 'postgres' ? 422 : 200);
+  });
+
+  it('completes only a word of three letters as the index folds it', async () => {
+    const tWord = unique('t');
+    const typedWord = unique('w');
+    await createArticle(app(), author.token, { title: `${word} ${tWord}`, body: `${typedWord} dz` });
+    expect(await found(`${word} ${tWord.slice(0, 4)}`)).toEqual([`${word} ${tWord}`]);
+    // Two accents FTS5 and unaccent drop: `t`, no prefix of three letters.
+    expect(await found(`${word} t\u0301\u0301`)).toEqual([]);
+    // One FTS5 term, but two lexemes to PostgreSQL (`²` splits): only a whole last word may be completed.
+    expect(await found(`${word} ${typedWord}\u00b2d`)).toEqual([]);
+  });
+
+  it("takes a client's searches in turns with everyone else's, refusing a client's third at once", async () => {
+    const many = Array.from({ length: 8 }, () => search(`q=${word}`, author.token));
+    const bystander = search(`q=${word}`, other.token);
+    const answers = await Promise.all(many);
+    const refused = answers.filter((answer) => answer.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThanOrEqual(2);
+    expect(refused[0]!.body).toEqual({ errors: { rate: ['limit exceeded'] } });
+    expect(refused[0]!.headers['retry-after']).toBe('1');
+    expect((await bystander).status).toBe(200);
+    // The refused ones held no place: the next search goes through.
+    expect((await search(`q=${word}`, author.token)).status).toBe(200);
   });
 
   it('pages through results with a cursor, without repeats, while articles arrive', async () => {

@@ -81,6 +81,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       AUTH_ADDRESS_RATE_LIMIT_MAX: '0',
       // The events scenario's 50 live streams come from this one address, its webhook receiver listens on loopback.
       EVENT_STREAMS_PER_CLIENT: '0',
+      // So do the search scenarios' 16 clients: one client could have only two searches at once.
+      SEARCHES_PER_CLIENT: '0',
       WEBHOOK_ALLOW_LOOPBACK: 'true',
       LOG_LEVEL: 'info',
       ...options.env,

@@ -31,6 +31,12 @@ export interface DatabaseHandle {
    * they do not hold up the main thread's other requests; on PostgreSQL the same as `db`.
    */
   searcher: Executor;
+  /**
+   * Searches that may run at once (the others wait their turn, articles/search-turns.ts): on SQLite four, so that the
+   * worker thread has a statement to run while the others' answers are put together on the main thread; on
+   * PostgreSQL the read pool's connections.
+   */
+  searchesAtOnce: number;
   dialect: Dialect;
   /** Answers whether the database can run a query right now. */
   ping(): Promise<void>;

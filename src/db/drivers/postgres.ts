@@ -51,7 +51,8 @@ function openPool(config: PostgresConfig, max: number, log?: DatabaseLog) {
  */
 export function openPostgres(config: PostgresConfig, log?: DatabaseLog) {
   const writes = writeConnections(config.poolSize);
-  const readPool = openPool(config, Math.max(1, config.poolSize - writes), log);
+  const reads = Math.max(1, config.poolSize - writes);
+  const readPool = openPool(config, reads, log);
   const writePool = openPool(config, writes, log);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: readPool }) });
   const writer = new Kysely<Database>({ dialect: new PostgresDialect({ pool: writePool }) });
@@ -61,6 +62,7 @@ export function openPostgres(config: PostgresConfig, log?: DatabaseLog) {
     writer,
     // PostgreSQL runs each query in its own server process: a slow read holds a connection, never this process.
     searcher: db,
+    searchesAtOnce: reads,
     async ping() {
       await readPool.query('select 1');
     },

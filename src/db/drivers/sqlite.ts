@@ -192,6 +192,7 @@ export function openSqlite({ file, synchronous }: Extract<DatabaseConfig, { kind
     db,
     writer: db,
     searcher: searcher.db,
+    searchesAtOnce: 4,
     async ping() {
       reader.prepare('select 1').get();
     },

@@ -7,6 +7,7 @@ import { type Screening, screenedAuthors } from '../profiles/blocks.js';
 import { presentTo } from '../profiles/queries.js';
 import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
 import {
+  asPostgresSearch,
   BM25_MATCHES_MAX,
   fts5Phrases,
   fts5Query,
@@ -277,7 +278,13 @@ async function articlesInOrder(db: Executor, ids: number[], viewerId: number | n
     });
 }
 
-type ListAnswer = {
+/** Where searches run, and how one waits for its turn there. */
+export interface Searcher {
+  db: Executor;
+  inTurn(search: () => Promise<ListAnswer>): Promise<ListAnswer>;
+}
+
+export type ListAnswer = {
   articles: ReturnType<typeof toSummary>[];
   articlesCount: number;
   nextCursor: string | null;
@@ -288,16 +295,20 @@ type ListAnswer = {
 /**
  * The `{ articles, articlesCount, nextCursor }` answer as this viewer sees it, newest first, in one statement: the
  * page, and the total as a subquery the database runs once. Only a page past the end, which has no row to carry the
- * total, asks again. A search runs all its statements on `searcher` (DatabaseHandle.searcher).
+ * total, asks again. A search, once its text is read (a 422 waits for nothing), runs all its statements on `searcher`
+ * (DatabaseHandle.searcher) in the turn it waits for.
  */
 export async function listArticles(
   db: Executor,
   filters: ArticleFilters,
   page: Page,
   viewerId: number | null,
-  searcher: Executor = db,
+  searcher: Searcher = { db, inTurn: (search) => search() },
 ): Promise<ListAnswer> {
-  if (filters.q?.trim()) return searchArticles(searcher, filters, parseSearch(filters.q), page, viewerId);
+  if (filters.q?.trim()) {
+    const search = parseSearch(filters.q);
+    return searcher.inTurn(() => searchArticles(searcher.db, filters, search, page, viewerId));
+  }
   const cursor = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'time');
   const now = Date.now();
   const pageQuery = db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page, cursor, now));
@@ -462,10 +473,11 @@ interface RankedRow {
 async function searchArticles(
   db: Executor,
   filters: ArticleFilters,
-  search: Search,
+  typed: Search,
   page: Page,
   viewerId: number | null,
 ): Promise<ListAnswer> {
+  const search = dialectOf(db) === 'postgres' ? await asPostgresSearch(db, typed) : typed;
   const cursor: RelevanceCursor | undefined = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'relevance');
   const now = Date.now();
   const { candidates, partial } = await searchCandidates(db, filters, search, cursor?.horizon, now);

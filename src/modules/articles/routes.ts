@@ -8,7 +8,7 @@ import { errorResponses, IfMatchHeaders } from '../../schemas.js';
 import { readsAsModerator } from '../moderation/roles.js';
 import { areSeparated, type Screening, screeningOf } from '../profiles/blocks.js';
 import { signedIn, viewerId } from '../users/auth.js';
-import { listArticles, listOwnArticles, type Page } from './list.js';
+import { type ListAnswer, listArticles, listOwnArticles, type Page } from './list.js';
 import {
   ArticleListResponse,
   ArticleResponse,
@@ -20,6 +20,7 @@ import {
   SlugParams,
   UpdateArticleBody,
 } from './schemas.js';
+import { inSearchTurn } from './search-turns.js';
 import { getArticleAnswer } from './view.js';
 import { createArticle, deleteArticle, existingArticleRef, setFavorite, updateArticle } from './write.js';
 
@@ -78,13 +79,14 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'GetArticles',
         summary: 'List articles, newest first',
         querystring: ListQuery,
-        response: { 200: ArticleListResponse, ...errorResponses(401, 422) },
+        response: { 200: ArticleListResponse, ...errorResponses(401, 422, 429, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { tag, author, favorited, q, ...page } = request.query;
       const filters = { tag, author, favorited, q, screenedBy: screeningOf(request) ?? undefined };
-      return listArticles(request.db, filters, pageOf(page), viewerId(request), app.searcher);
+      const searcher = { db: app.searcher, inTurn: (search: () => Promise<ListAnswer>) => inSearchTurn(request, reply, search) };
+      return listArticles(request.db, filters, pageOf(page), viewerId(request), searcher);
     },
   );
 

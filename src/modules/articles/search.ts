@@ -1,10 +1,15 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { Executor } from '../../db/index.js';
 import { unprocessable } from '../../errors.js';
 import { escapeMarkup } from '../../markup.js';
+import { fts5Terms } from './fts5-tokens.js';
 
 /** Longest `q` accepted: a search box's worth. 10 KB of text is the contract's 422, never a slow query. */
 export const SEARCH_TEXT_MAX = 200;
-/** Words a search may name, exclusions and phrases included: each is one more index lookup. */
+/**
+ * Words a search may name, exclusions and phrases included, counted as the index splits them: each is one more index
+ * lookup, and one more position for a phrase to check.
+ */
 export const SEARCH_WORDS_MAX = 12;
 /**
  * A search ranks the most recent matches, at most this many: a word in every article would otherwise rank a
@@ -20,13 +25,17 @@ export const SEARCH_CANDIDATES = 500;
 export const BM25_MATCHES_MAX = 20_000;
 /**
  * A prefix shorter than this (`a*`, `qu*`) would expand to a large share of the vocabulary, and FTS5 reads every
- * completion's articles to merge them.
+ * completion's articles to merge them. Counted in code points of the term the index looks up, after the marks it
+ * drops: `t́́` is the prefix `t`.
  */
 const PREFIX_MIN = 3;
 
 /** One part of a search: a word, or several that must follow each other (a quoted phrase, or `node.js`). */
 interface Clause {
+  /** As a reader splits them: PostgreSQL splits them further its own way, and snippets mark them. */
   words: string[];
+  /** As FTS5 splits them (fts5-tokens.ts), which is finer than `words` where a mark or symbol splits a word. */
+  terms: string[];
   /** The last word may be unfinished: the user is still typing it. */
   prefix: boolean;
   negated: boolean;
@@ -54,21 +63,48 @@ export function parseSearch(text: string): Search {
   let lastIsBare = false;
   for (const [, minus, quoted, bare] of text.matchAll(TOKEN)) {
     const words = (quoted ?? bare ?? '').match(WORD)?.filter(hasBase);
-    if (!words?.length) continue;
-    clauses.push({ words: words.map((word) => word.toLowerCase()), prefix: false, negated: minus === '-' });
+    // Before folding case, which may change what FTS5 reads (`İ` lowers to `i` and a mark).
+    const terms = fts5Terms(words?.join(' ') ?? '');
+    if (!words?.length || !terms.length) continue;
+    clauses.push({ words: words.map((word) => word.toLowerCase()), terms, prefix: false, negated: minus === '-' });
     lastIsBare = bare !== undefined;
   }
-  const words = clauses.reduce((count, clause) => count + clause.words.length, 0);
-  if (words > SEARCH_WORDS_MAX) throw unprocessable('q', `can name at most ${SEARCH_WORDS_MAX} words`);
+  refuseTooManyWords(clauses.reduce((count, clause) => count + clause.terms.length, 0));
   if (!clauses.some((clause) => !clause.negated)) throw unprocessable('q', 'needs a word to search for');
   const last = clauses.at(-1)!;
   const stillTyping = lastIsBare && !last.negated && /[\p{L}\p{N}\p{M}]$/u.test(text);
-  if (stillTyping && last.words.at(-1)!.length >= PREFIX_MIN) last.prefix = true;
+  if (stillTyping && [...last.terms.at(-1)!].length >= PREFIX_MIN) last.prefix = true;
   return { clauses };
 }
 
-// Every word is quoted, so nothing in it is FTS5 syntax; the tokenizer folds case and accents as it did when indexing.
-const fts5Phrase = (clause: Clause) => `"${clause.words.join(' ')}"${clause.prefix ? ' *' : ''}`;
+function refuseTooManyWords(words: number) {
+  if (words > SEARCH_WORDS_MAX) throw unprocessable('q', `can name at most ${SEARCH_WORDS_MAX} words`);
+}
+
+/**
+ * The search as PostgreSQL will run it. Its parser splits words its own way after folding (`abc²abc` is one FTS5
+ * term, and two lexemes there; it also differs with the database's locale), so PostgreSQL counts its terms itself,
+ * in one statement before the search's, against the same bound. The word being typed stays a prefix only while it
+ * folds to a single lexeme of PREFIX_MIN letters or more: to_tsquery would make a prefix of every lexeme of it.
+ */
+export async function asPostgresSearch(db: Executor, search: Search): Promise<Search> {
+  const last = search.clauses.at(-1)!;
+  const typed = last.prefix ? last.words.at(-1)! : '';
+  const lexemes = (text: string) => sql`unnest(to_tsvector('simple', conduit_search_fold(${text})))`;
+  const everyWord = search.clauses.flatMap((clause) => clause.words).join(' ');
+  const { rows } = await sql<{ terms: string; typed_lexemes: string; typed_length: number | null }>`select
+    (select coalesce(sum(cardinality(positions)), 0) from ${lexemes(everyWord)}) as terms,
+    (select count(*) from ${lexemes(typed)}) as typed_lexemes,
+    (select min(char_length(lexeme)) from ${lexemes(typed)}) as typed_length`.execute(db);
+  const { terms, typed_lexemes, typed_length } = rows[0]!;
+  refuseTooManyWords(Number(terms));
+  const prefix = last.prefix && Number(typed_lexemes) === 1 && Number(typed_length) >= PREFIX_MIN;
+  return prefix === last.prefix ? search : { clauses: [...search.clauses.slice(0, -1), { ...last, prefix }] };
+}
+
+// Every term is quoted, and none holds a quote (a separator), so nothing in it is FTS5 syntax; the tokenizer folds case
+// and accents as it did when indexing.
+const fts5Phrase = (clause: Clause) => `"${clause.terms.join(' ')}"${clause.prefix ? ' *' : ''}`;
 
 /**
  * Each clause alone as an FTS5 query, exclusions included: what bm25() counts the articles of. A word being typed
@@ -85,15 +121,18 @@ export function fts5Query({ clauses }: Search): string {
 
 /**
  * The search as a PostgreSQL tsquery built from functions, never parsed from text the user wrote: each clause is
- * folded by the same function that folded the documents (migration 0011) and becomes a phrase; only a prefix goes
- * through to_tsquery, quoted, after folding has removed every character its syntax uses.
+ * folded by the same function that folded the documents (migration 0011) and becomes a phrase; only a prefix, the
+ * last word of its phrase and one lexeme (asPostgresSearch), goes through to_tsquery, quoted, after folding has
+ * removed every character its syntax uses.
  */
 export function tsQuery({ clauses }: Search): RawBuilder<string> {
+  const phrase = (words: string[]) => sql`phraseto_tsquery('simple', conduit_search_fold(${words.join(' ')}))`;
   const part = (clause: Clause) => {
-    const text = clause.words.join(' ');
-    const query = clause.prefix
-      ? sql`to_tsquery('simple', quote_literal(conduit_search_fold(${text})) || ':*')`
-      : sql`phraseto_tsquery('simple', conduit_search_fold(${text}))`;
+    let query = phrase(clause.words);
+    if (clause.prefix) {
+      const typed = sql`to_tsquery('simple', quote_literal(conduit_search_fold(${clause.words.at(-1)!})) || ':*')`;
+      query = clause.words.length > 1 ? sql`(${phrase(clause.words.slice(0, -1))} <-> ${typed})` : typed;
+    }
     return clause.negated ? sql`(!! ${query})` : query;
   };
   return sql<string>`(${sql.join(clauses.map(part), sql` && `)})`;
