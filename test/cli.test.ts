@@ -90,6 +90,7 @@ const MIGRATIONS = [
   '0019_confusables_unicode_17',
   '0020_webhook_fair_share',
   '0021_profile_time',
+  '0022_screened_ids',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

@@ -220,6 +220,43 @@ for (const kind of DATABASES) {
     });
   });
 
+  describe(`migration 0022 (the screened ids beside each account) on existing data [${kind}]`, () => {
+    const database = scratchHandle(kind, { migrate: false });
+    const screened = async () =>
+      Object.fromEntries(
+        (await database().db.selectFrom('users').select(['id', 'screened_ids']).orderBy('id').execute()).map((row) => [
+          row.id,
+          (typeof row.screened_ids === 'string' ? JSON.parse(row.screened_ids) : row.screened_ids).sort(),
+        ]),
+      );
+
+    it('fills in the blocks and mutes already there, keeps them as they change, and can be reverted', async () => {
+      const handle = database();
+      unwrap(await createMigrator(handle).migrateTo('0021_profile_time'));
+      await sql`insert into users (id, username, username_key, username_skeleton, email, email_key, password_hash, created_at, updated_at)
+        values (1, 'a', 'a', 'a', 'a@x.io', 'a@x.io', 'h', 1, 1), (2, 'b', 'b', 'b', 'b@x.io', 'b@x.io', 'h', 1, 1),
+          (3, 'c', 'c', 'c', 'c@x.io', 'c@x.io', 'h', 1, 1), (4, 'd', 'd', 'd', 'd@x.io', 'd@x.io', 'h', 1, 1)`.execute(handle.db);
+      await sql`insert into blocks (blocker_id, blocked_id, created_at) values (1, 2, 1)`.execute(handle.db);
+      await sql`insert into mutes (muter_id, muted_id, created_at) values (1, 3, 1)`.execute(handle.db);
+      unwrap(await createMigrator(handle).migrateTo('0022_screened_ids'));
+      // Blocks either way, the user's own mutes: the muted user screens nobody for it.
+      expect(await screened()).toEqual({ 1: [2, 3], 2: [1], 3: [], 4: [] });
+      await sql`insert into blocks (blocker_id, blocked_id, created_at) values (4, 1, 1)`.execute(handle.db);
+      await sql`insert into mutes (muter_id, muted_id, created_at) values (3, 4, 1)`.execute(handle.db);
+      await sql`delete from blocks where blocker_id = 1 and blocked_id = 2`.execute(handle.db);
+      expect(await screened()).toEqual({ 1: [3, 4], 2: [], 3: [4], 4: [1] });
+      await sql`delete from mutes where muter_id = 1`.execute(handle.db);
+      expect(await screened()).toEqual({ 1: [4], 2: [], 3: [4], 4: [1] });
+      unwrap(await createMigrator(handle).migrateDown());
+      const columns = await sql<{ id: number }>`select * from users`.execute(handle.db);
+      expect(Object.keys(columns.rows[0]!)).not.toContain('screened_ids');
+      // Its triggers went with it: blocks are written as before.
+      await sql`insert into blocks (blocker_id, blocked_id, created_at) values (2, 3, 1)`.execute(handle.db);
+      await migrateToLatest(handle);
+      expect((await screened())[2]).toEqual([3]);
+    });
+  });
+
   describe(`migration 0017 (scheduled articles' link keys) on existing data [${kind}]`, () => {
     const database = scratchHandle(kind, { migrate: false });
     const links = (table: 'article_tags' | 'favorites') =>

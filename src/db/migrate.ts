@@ -22,6 +22,7 @@ import { moderation } from './migrations/0018_moderation.js';
 import { confusablesUnicode17 } from './migrations/0019_confusables_unicode_17.js';
 import { webhookFairShare } from './migrations/0020_webhook_fair_share.js';
 import { profileTime } from './migrations/0021_profile_time.js';
+import { screenedIds } from './migrations/0022_screened_ids.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -51,6 +52,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0019_confusables_unicode_17': confusablesUnicode17,
     '0020_webhook_fair_share': webhookFairShare,
     '0021_profile_time': profileTime,
+    '0022_screened_ids': screenedIds(dialect),
   };
   return new Migrator({
     db,

@@ -42,6 +42,8 @@ export interface UsersTable {
    * blocks and mutes (migration 0018): a viewer with none skips the rule.
    */
   screened_count: Generated<number>;
+  /** Whom screened_count counts (migration 0022, kept by triggers): a JSON array on SQLite, integer[] on PostgreSQL. */
+  screened_ids: Generated<string | number[]>;
   created_at: EpochMs;
   /** Moves with every change of the account, email and password included. */
   updated_at: EpochMs;

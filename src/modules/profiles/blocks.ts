@@ -40,23 +40,11 @@ export const separatedFrom = (db: Executor, userId: number) =>
   blockedBy(db, userId).unionAll(db.selectFrom('blocks').select('blocks.blocker_id as id').where('blocks.blocked_id', '=', userId));
 
 /**
- * The accounts whose articles, comments and doings the viewer's lists, feed, search, comment lists, notifications and
- * event stream leave out: the separated (either way) and those the viewer muted, as a JSON array. A column of the
- * statement that reads the signed-in account (users/queries.ts), so that it costs no round trip of its own, and
- * computed only for the few accounts whose screened_count says they have any (null for everyone else).
+ * users.screened_ids as ids: the accounts whose articles, comments and doings the viewer's lists, feed, search,
+ * comment lists, notifications and event stream leave out (blocks either way, the viewer's mutes), kept by triggers
+ * (migration 0022) and read with the signed-in account. SQLite hands the JSON over as text, PostgreSQL an array.
  */
-export function screenedIdsColumn(db: Executor, viewerId: number) {
-  const ids = separatedFrom(db, viewerId).unionAll(mutedBy(db, viewerId));
-  const list =
-    dialectOf(db) === 'postgres'
-      ? sql`(select coalesce(json_agg(screened.id), '[]'::json) from ${ids} screened)`
-      : sql`(select json_group_array(screened.id) from ${ids} screened)`;
-  return sql<string | number[] | null>`case when users.screened_count > 0 then ${list} end`;
-}
-
-/** The column above as ids: SQLite hands JSON over as text, PostgreSQL's driver parses it. */
-export const screenedIds = (column: string | number[] | null): number[] =>
-  column === null ? [] : typeof column === 'string' ? JSON.parse(column) : column;
+export const screenedIds = (column: string | number[]): number[] => (typeof column === 'string' ? JSON.parse(column) : column);
 
 /**
  * The screened accounts as a one-column table for `in` and `not in`: one array parameter, so the statement's text is

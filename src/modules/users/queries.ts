@@ -4,7 +4,6 @@ import type { Database, Role } from '../../db/schema.js';
 import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { identityKey, usernameKey, usernameSkeleton } from '../../identity.js';
 import { appendEvent } from '../events/outbox.js';
-import { screenedIdsColumn } from '../profiles/blocks.js';
 import { toProfile } from '../profiles/queries.js';
 import { refuseReserved } from './reservations.js';
 
@@ -56,7 +55,7 @@ export function findSignedInAccount(db: Executor, id: number) {
   return db
     .selectFrom('users')
     .select(ACCOUNT_COLUMNS)
-    .select(screenedIdsColumn(db, id).as('screened'))
+    .select('screened_ids as screened')
     .where('id', '=', id)
     .where(notPurged(Date.now()))
     .executeTakeFirst();
