@@ -124,12 +124,15 @@ export class EventStream implements Subscriber, Buffered {
     let position = from;
     let scanned = 0;
     let sentBytes = 0;
-    for (;;) {
+    replay: for (;;) {
       const length = Math.min(EVENT_BATCH, limits.maxEvents - scanned);
       const stretch = await readStretchAfter(db, position, length, wanted);
       for (const stored of stretch.events) {
         if (this.body.destroyed) return;
         const event = new LiveEvent(stored);
+        // Past the live start the dispatcher hands it over (held until now, or later, once it has read that far): sent
+        // here as well, it would come twice when the dispatcher lags behind what other processes wrote.
+        if (comesAfter(event.position, live)) break replay;
         sentBytes += this.send(event);
         position = event.position;
         if (sentBytes >= limits.maxBytes && comesAfter(live, position)) return this.resumeLater(position);
