@@ -1,11 +1,12 @@
 import { type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
 import { isQueryCanceled } from '../../db/unavailable.js';
 import { usernameKey } from '../../identity.js';
-import { type Screening, screenedAuthors } from '../profiles/blocks.js';
+import { type ScreenedList, type Screening, screenedAmong, screenedList } from '../profiles/blocks.js';
 import { presentTo } from '../profiles/queries.js';
-import { decodeListCursor, encodeListCursor, type RelevanceCursor, type TimeCursor } from './list-cursor.js';
+import { decodeListCursor, encodeListCursor, type RelevanceCursor } from './list-cursor.js';
 import {
   asPostgresSearch,
   BM25_MATCHES_MAX,
@@ -47,43 +48,77 @@ export interface Page {
   cursor?: string;
 }
 
+/**
+ * The filters as the statements bind them, the list's statement prepared once per shape (db/prepared.ts): names
+ * folded to the key users are found by, the screened authors as their one parameter, and the instant the
+ * visibility rule reads. An empty filter is no filter.
+ */
+interface ListValues {
+  now: number;
+  tag?: string;
+  authorKey?: string;
+  favoritedKey?: string;
+  followedBy?: number;
+  screened?: ScreenedList;
+}
+
+/** A page's values besides the filters'. */
+interface PageValues extends ListValues {
+  offset: number;
+  /** The cursor's article (its key and id), when the page starts after one. */
+  cursorAt?: number;
+  cursorId?: number;
+  /** On PostgreSQL's feed, how many of each followed author's newest articles can reach the page (feedPageIds). */
+  perAuthor?: number;
+  viewerId?: number;
+}
+
+const listValues = (db: Executor, filters: ArticleFilters, now: number): ListValues => ({
+  now,
+  tag: filters.tag || undefined,
+  authorKey: filters.author ? usernameKey(filters.author) : undefined,
+  favoritedKey: filters.favorited ? usernameKey(filters.favorited) : undefined,
+  followedBy: filters.followedBy,
+  screened: filters.screenedBy && screenedList(db, filters.screenedBy),
+});
+
 /** Newest articles PostgreSQL searches first (newestPostgresMatches). */
 const RECENT_WINDOW = 20_000;
 /** How long PostgreSQL may look for older matches before the search ranks the newer ones it has. */
 const OLDER_MATCHES_TIMEOUT_MS = 200;
 
 /**
- * Rows after the cursor, in a newest-first order on (time, id): a range of the same index the order reads, so
- * page 5,000 costs what page 1 costs, and articles published meanwhile (newer) cannot shift the pages that follow.
+ * Rows after the cursor's (at, id), in a newest-first order on (time, id): a range of the same index the order reads,
+ * so page 5,000 costs what page 1 costs, and articles published meanwhile (newer) cannot shift the pages that follow.
  */
-export const olderThan = (time: string, id: string, cursor: TimeCursor) =>
-  sql<SqlBool>`(${sql.ref(time)}, ${sql.ref(id)}) < (${instant(cursor.at)}, ${cursor.id})`;
+export const olderThan = (time: string, id: string, at: number, cursorId: number) =>
+  sql<SqlBool>`(${sql.ref(time)}, ${sql.ref(id)}) < (${instant(at)}, ${cursorId})`;
 
 /**
  * A filter's user; none for an account that is leaving (users/leaving.ts), whose articles are withheld anyway: what
  * it favorited is out of public lists as it is, and so for its owner too, who has GET /api/user/articles. None either
  * for an account the viewer screens: their articles and favorites are nothing the viewer sees.
  */
-const userByName = (db: Executor, username: string, screenedBy: Screening | undefined) =>
+const userByName = (db: Executor, usernameKey: string, screened: ScreenedList | undefined) =>
   db
     .selectFrom('users')
-    .where('users.username_key', '=', usernameKey(username))
+    .where('users.username_key', '=', usernameKey)
     .where((eb) => presentTo(eb, null))
-    .$if(screenedBy !== undefined, (query) => query.where('users.id', 'not in', screenedAuthors(db, screenedBy!)));
+    .$if(screened !== undefined, (query) => query.where('users.id', 'not in', screenedAmong(db, screened!)));
 
-const userIdByName = (db: Executor, username: string, screenedBy: Screening | undefined) =>
-  userByName(db, username, screenedBy).select('users.id');
+const userIdByName = (db: Executor, usernameKey: string, screened: ScreenedList | undefined) =>
+  userByName(db, usernameKey, screened).select('users.id');
 
 const tagIdByName = (db: Executor, name: string) => db.selectFrom('tags').select('tags.id').where('tags.name', '=', name);
 
 const articleIdsTagged = (db: Executor, tag: string) =>
   db.selectFrom('article_tags').select('article_tags.article_id').where('article_tags.tag_id', '=', tagIdByName(db, tag));
 
-const articleIdsFavoritedBy = (db: Executor, username: string, screenedBy: Screening | undefined) =>
+const articleIdsFavoritedBy = (db: Executor, usernameKey: string, screened: ScreenedList | undefined) =>
   db
     .selectFrom('favorites')
     .select('favorites.article_id')
-    .where('favorites.user_id', '=', userIdByName(db, username, screenedBy));
+    .where('favorites.user_id', '=', userIdByName(db, usernameKey, screened));
 
 /**
  * The articles of the authors the viewer screens, from the author index: what a list read off a link table leaves
@@ -91,12 +126,12 @@ const articleIdsFavoritedBy = (db: Executor, username: string, screenedBy: Scree
  * screened authors wrote (a correlated check per walked link cost a tag page 3 times as much: SQLite rebuilt the
  * screened set for every link).
  */
-const screenedArticleIds = (db: Executor, screenedBy: Screening) =>
-  db.selectFrom('articles').select('articles.id').where('articles.author_id', 'in', screenedAuthors(db, screenedBy));
+const screenedArticleIds = (db: Executor, screened: ScreenedList) =>
+  db.selectFrom('articles').select('articles.id').where('articles.author_id', 'in', screenedAmong(db, screened));
 
 /** For a list read off a link table aliased `link`: the link's article is not by an author the viewer screens. */
-const linkUnscreened = (db: Executor, screenedBy: Screening) =>
-  sql<SqlBool>`${sql.ref('link.article_id')} not in ${screenedArticleIds(db, screenedBy)}`;
+const linkUnscreened = (db: Executor, screened: ScreenedList) =>
+  sql<SqlBool>`${sql.ref('link.article_id')} not in ${screenedArticleIds(db, screened)}`;
 
 /**
  * The ids of one page and one more (which says whether another follows), newest published first, read from the
@@ -104,42 +139,44 @@ const linkUnscreened = (db: Executor, screenedBy: Screening) =>
  * entries whatever the number of matches: a tag's links and a user's favorites carry the article's listed_at for this
  * (visibility.ts); an author's articles have their own index. The other filters, when combined, narrow the walk.
  */
-function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: TimeCursor | undefined, now: number) {
-  if (filters.favorited || filters.tag) {
-    const links = filters.favorited
-      ? db
-          .selectFrom('favorites as link')
-          .where('link.user_id', '=', userIdByName(db, filters.favorited, filters.screenedBy))
-          .$if(Boolean(filters.tag), (query) => query.where('link.article_id', 'in', articleIdsTagged(db, filters.tag!)))
-      : db.selectFrom('article_tags as link').where('link.tag_id', '=', tagIdByName(db, filters.tag!));
+function pageIds(db: Executor, values: PageValues, limit: number) {
+  const { cursorAt, cursorId } = values;
+  if (values.favoritedKey !== undefined || values.tag !== undefined) {
+    const links =
+      values.favoritedKey !== undefined
+        ? db
+            .selectFrom('favorites as link')
+            .where('link.user_id', '=', userIdByName(db, values.favoritedKey, values.screened))
+            .$if(values.tag !== undefined, (query) => query.where('link.article_id', 'in', articleIdsTagged(db, values.tag!)))
+        : db.selectFrom('article_tags as link').where('link.tag_id', '=', tagIdByName(db, values.tag!));
     const narrowed =
-      filters.author || filters.followedBy !== undefined
+      values.authorKey !== undefined || values.followedBy !== undefined
         ? links.where(
             'link.article_id',
             'in',
-            filteredArticles(db, { author: filters.author, followedBy: filters.followedBy }, now).select('articles.id'),
+            filteredArticles(db, { now: values.now, authorKey: values.authorKey, followedBy: values.followedBy }).select('articles.id'),
           )
         : links;
     return narrowed
-      .where(publicLinkAt(now))
-      .$if(filters.screenedBy !== undefined, (query) => query.where(linkUnscreened(db, filters.screenedBy!)))
-      .$if(cursor !== undefined, (query) => query.where(olderThan('link.article_listed_at', 'link.article_id', cursor!)))
+      .where(publicLinkAt(values.now))
+      .$if(values.screened !== undefined, (query) => query.where(linkUnscreened(db, values.screened!)))
+      .$if(cursorAt !== undefined, (query) => query.where(olderThan('link.article_listed_at', 'link.article_id', cursorAt!, cursorId!)))
       .select('link.article_id as id')
       .orderBy('link.article_listed_at', 'desc')
       .orderBy('link.article_id', 'desc')
-      .limit(sql.lit(page.limit + 1))
-      .offset(page.offset);
+      .limit(sql.lit(limit + 1))
+      .offset(values.offset);
   }
-  if (filters.followedBy !== undefined && !filters.author && dialectOf(db) === 'postgres') {
-    return feedPageIds(db, filters.followedBy, filters.screenedBy, page, cursor, now);
+  if (values.followedBy !== undefined && values.authorKey === undefined && dialectOf(db) === 'postgres') {
+    return feedPageIds(db, values, limit);
   }
-  return filteredArticles(db, filters, now)
-    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
+  return filteredArticles(db, values)
+    .$if(cursorAt !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursorAt!, cursorId!)))
     .select('articles.id')
     .orderBy('articles.listed_at', 'desc')
     .orderBy('articles.id', 'desc')
-    .limit(sql.lit(page.limit + 1))
-    .offset(page.offset);
+    .limit(sql.lit(limit + 1))
+    .offset(values.offset);
 }
 
 /**
@@ -151,15 +188,8 @@ function pageIds(db: Executor, filters: ArticleFilters, page: Page, cursor: Time
  * or without statistics (EXPLAIN QUERY PLAN on a copy with sqlite_stat1 dropped); at 1 M articles a page 1 takes
  * 20-26 µs that way against 33-37 µs for a correlated bound per author.
  */
-function feedPageIds(
-  db: Executor,
-  followerId: number,
-  screenedBy: Screening | undefined,
-  page: Page,
-  cursor: TimeCursor | undefined,
-  now: number,
-) {
-  const perAuthor = page.offset + page.limit + 1;
+function feedPageIds(db: Executor, values: PageValues, limit: number) {
+  const { cursorAt, cursorId, screened } = values;
   return db
     .selectFrom('follows')
     .innerJoinLateral(
@@ -168,39 +198,39 @@ function feedPageIds(
           .selectFrom('articles')
           .select(['articles.id', 'articles.listed_at'])
           .whereRef('articles.author_id', '=', 'follows.followed_id')
-          .where('articles.listed_at', '<=', instant(now))
-          .$if(cursor !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursor!)))
+          .where('articles.listed_at', '<=', instant(values.now))
+          .$if(cursorAt !== undefined, (query) => query.where(olderThan('articles.listed_at', 'articles.id', cursorAt!, cursorId!)))
           .orderBy('articles.listed_at', 'desc')
           .orderBy('articles.id', 'desc')
-          .limit(perAuthor)
+          .limit(values.perAuthor!)
           .as('newest'),
       (join) => join.onTrue(),
     )
     .select('newest.id')
-    .where('follows.follower_id', '=', followerId)
-    .$if(screenedBy !== undefined, (query) => query.where('follows.followed_id', 'not in', screenedAuthors(db, screenedBy!)))
+    .where('follows.follower_id', '=', values.followedBy!)
+    .$if(screened !== undefined, (query) => query.where('follows.followed_id', 'not in', screenedAmong(db, screened!)))
     .orderBy('newest.listed_at', 'desc')
     .orderBy('newest.id', 'desc')
-    .limit(sql.lit(page.limit + 1))
-    .offset(page.offset);
+    .limit(sql.lit(limit + 1))
+    .offset(values.offset);
 }
 
 /** The public articles, but those by the authors the viewer screens, when they screen anyone. */
-const unscreenedArticles = (db: Executor, screenedBy: Screening | undefined, now: number) =>
-  publicArticles(db, now).$if(screenedBy !== undefined, (query) =>
-    query.where('articles.author_id', 'not in', screenedAuthors(db, screenedBy!)),
-  );
+const unscreenedArticles = (db: Executor, screened: ScreenedList | undefined, now: number) =>
+  publicArticles(db, now).$if(screened !== undefined, (query) => query.where('articles.author_id', 'not in', screenedAmong(db, screened!)));
 
 /** The public articles matching every filter (AND); what a combined filter's total counts. */
-function filteredArticles(db: Executor, filters: ArticleFilters, now: number) {
-  let query = unscreenedArticles(db, filters.screenedBy, now);
-  if (filters.author) {
-    query = query.where('articles.author_id', '=', userIdByName(db, filters.author, filters.screenedBy));
+function filteredArticles(db: Executor, values: ListValues) {
+  let query = unscreenedArticles(db, values.screened, values.now);
+  if (values.authorKey !== undefined) {
+    query = query.where('articles.author_id', '=', userIdByName(db, values.authorKey, values.screened));
   }
-  if (filters.tag) query = query.where('articles.id', 'in', articleIdsTagged(db, filters.tag));
-  if (filters.favorited) query = query.where('articles.id', 'in', articleIdsFavoritedBy(db, filters.favorited, filters.screenedBy));
-  if (filters.followedBy !== undefined) {
-    const followed = db.selectFrom('follows').select('follows.followed_id').where('follows.follower_id', '=', filters.followedBy);
+  if (values.tag !== undefined) query = query.where('articles.id', 'in', articleIdsTagged(db, values.tag));
+  if (values.favoritedKey !== undefined) {
+    query = query.where('articles.id', 'in', articleIdsFavoritedBy(db, values.favoritedKey, values.screened));
+  }
+  if (values.followedBy !== undefined) {
+    const followed = db.selectFrom('follows').select('follows.followed_id').where('follows.follower_id', '=', values.followedBy);
     query = query.where('articles.author_id', 'in', followed);
   }
   return query;
@@ -211,9 +241,9 @@ function filteredArticles(db: Executor, filters: ArticleFilters, now: number) {
  * the viewer screens their article's author: driven from the screened authors' articles, so it costs what they wrote
  * at most, whatever the tag or the user holds.
  */
-const screenedLinksCounted = (db: Executor, link: 'article_tags' | 'favorites', owned: RawBuilder<SqlBool>, screenedBy: Screening) =>
+const screenedLinksCounted = (db: Executor, link: 'article_tags' | 'favorites', owned: RawBuilder<SqlBool>, screened: ScreenedList) =>
   sql<number>`(select count(*) from ${sql.table(link)} link
-    where ${owned} and link.article_counted = 1 and link.article_id in ${screenedArticleIds(db, screenedBy)})`;
+    where ${owned} and link.article_counted = 1 and link.article_id in ${screenedArticleIds(db, screened)})`;
 
 /**
  * `articlesCount` without counting, as a one-row query: a single filter (or none) reads the count the triggers keep
@@ -226,40 +256,38 @@ const screenedLinksCounted = (db: Executor, link: 'article_tags' | 'favorites', 
  * matches: that costs what the screened authors wrote, where counting would cost every match of a large tag or of
  * all articles. A filter on a screened user finds no user, so counts nothing.
  */
-function totalMatching(db: Executor, filters: ArticleFilters, now: number) {
-  const active = [filters.tag, filters.author, filters.favorited, filters.followedBy].filter(
-    (value) => value !== undefined && value !== '',
-  );
-  const { screenedBy } = filters;
-  if (active.length > 1) return filteredArticles(db, filters, now).select((eb) => eb.fn.countAll<number>().as('count'));
+function totalMatching(db: Executor, values: ListValues) {
+  const { tag, authorKey, favoritedKey, followedBy, screened } = values;
+  const active = [tag, authorKey, favoritedKey, followedBy].filter((value) => value !== undefined);
+  if (active.length > 1) return filteredArticles(db, values).select((eb) => eb.fn.countAll<number>().as('count'));
   if (active.length === 0) {
     const total = db.selectFrom('article_totals');
-    if (screenedBy === undefined) return total.select((eb) => eb.fn.sum<number>('articles').as('count'));
+    if (screened === undefined) return total.select((eb) => eb.fn.sum<number>('articles').as('count'));
     const screenedArticles = db
       .selectFrom('users')
       .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('users.articles_count'), eb.lit(0)).as('articles'))
-      .where('users.id', 'in', screenedAuthors(db, screenedBy));
+      .where('users.id', 'in', screenedAmong(db, screened));
     return total.select(sql<number>`sum(article_totals.articles) - ${screenedArticles}`.as('count'));
   }
-  if (filters.tag) {
-    const tag = db.selectFrom('tags').where('name', '=', filters.tag);
-    if (screenedBy === undefined) return tag.select('article_count as count');
-    const screened = screenedLinksCounted(db, 'article_tags', sql`link.tag_id = tags.id`, screenedBy);
-    return tag.select(sql<number>`tags.article_count - ${screened}`.as('count'));
+  if (tag !== undefined) {
+    const tagRow = db.selectFrom('tags').where('name', '=', tag);
+    if (screened === undefined) return tagRow.select('article_count as count');
+    const screenedLinks = screenedLinksCounted(db, 'article_tags', sql`link.tag_id = tags.id`, screened);
+    return tagRow.select(sql<number>`tags.article_count - ${screenedLinks}`.as('count'));
   }
-  if (filters.author) return userByName(db, filters.author, screenedBy).select('articles_count as count');
-  if (filters.favorited) {
-    const user = userByName(db, filters.favorited, screenedBy);
-    if (screenedBy === undefined) return user.select('favorites_count as count');
-    const screened = screenedLinksCounted(db, 'favorites', sql`link.user_id = users.id`, screenedBy);
-    return user.select(sql<number>`users.favorites_count - ${screened}`.as('count'));
+  if (authorKey !== undefined) return userByName(db, authorKey, screened).select('articles_count as count');
+  if (favoritedKey !== undefined) {
+    const user = userByName(db, favoritedKey, screened);
+    if (screened === undefined) return user.select('favorites_count as count');
+    const screenedLinks = screenedLinksCounted(db, 'favorites', sql`link.user_id = users.id`, screened);
+    return user.select(sql<number>`users.favorites_count - ${screenedLinks}`.as('count'));
   }
   return db
     .selectFrom('follows')
     .innerJoin('users', 'users.id', 'follows.followed_id')
     .select((eb) => eb.fn.sum<number>('users.articles_count').as('count'))
-    .where('follows.follower_id', '=', filters.followedBy!)
-    .$if(screenedBy !== undefined, (query) => query.where('follows.followed_id', 'not in', screenedAuthors(db, screenedBy!)));
+    .where('follows.follower_id', '=', followedBy!)
+    .$if(screened !== undefined, (query) => query.where('follows.followed_id', 'not in', screenedAmong(db, screened!)));
 }
 
 /** The articles of a page as this viewer sees them, in the order of `ids`. */
@@ -293,6 +321,37 @@ export type ListAnswer = {
 };
 
 /**
+ * A page of `query`'s articles ordered newest first by `key`, as this viewer sees them, with the total as a subquery
+ * the database runs once: one statement.
+ */
+function pageRows(
+  query: SelectQueryBuilder<Database, 'articles', object>,
+  key: 'articles.listed_at' | 'articles.updated_at',
+  total: SelectQueryBuilder<Database, never, { count: number }>,
+  limit: number,
+  viewerId: number | null,
+) {
+  return withArticleView(query, viewerId)
+    .select(['articles.id', sql.ref<number>(key).as('page_key'), total.as('articles_count')])
+    .orderBy(key, 'desc')
+    .orderBy('articles.id', 'desc')
+    .limit(sql.lit(limit + 1));
+}
+
+type PageRow = Awaited<ReturnType<ReturnType<typeof pageRows>['execute']>>[number];
+
+/** The public lists' and the feed's page statement, built once per shape: most requests are one of these. */
+const listPage = preparedQuery((db: Executor, values: PageValues, limit: number) =>
+  pageRows(
+    db.selectFrom('articles').where('articles.id', 'in', pageIds(db, values, limit)),
+    'articles.listed_at',
+    totalMatching(db, values),
+    limit,
+    values.viewerId ?? null,
+  ),
+);
+
+/**
  * The `{ articles, articlesCount, nextCursor }` answer as this viewer sees it, newest first, in one statement: the
  * page, and the total as a subquery the database runs once. Only a page past the end, which has no row to carry the
  * total, asks again. A search, once its text is read (a 422 waits for nothing), runs all its statements on `searcher`
@@ -311,29 +370,26 @@ export async function listArticles(
   }
   const cursor = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'time');
   const now = Date.now();
-  const pageQuery = db.selectFrom('articles').where('articles.id', 'in', pageIds(db, filters, page, cursor, now));
-  return pageAnswer(pageQuery, 'articles.listed_at', totalMatching(db, filters, now), page, viewerId, now);
+  const values: PageValues = {
+    ...listValues(db, filters, now),
+    offset: page.offset,
+    cursorAt: cursor?.at,
+    cursorId: cursor?.id,
+    perAuthor: filters.followedBy === undefined ? undefined : page.offset + page.limit + 1,
+    viewerId: viewerId ?? undefined,
+  };
+  const rows = await listPage.execute(db, values, page.limit);
+  return pageAnswer(rows, page, now, () => totalMatching(db, values).executeTakeFirst());
 }
 
-/**
- * A page of `query`'s articles ordered newest first by `key`, as this viewer sees them, with the total as a subquery
- * the database runs once: one statement. Only a page past the end, which has no row to carry the total, asks again.
- */
+/** The answer for a page's rows, and the total asked again only when the page, past the end, has no row to carry it. */
 async function pageAnswer(
-  query: SelectQueryBuilder<Database, 'articles', object>,
-  key: 'articles.listed_at' | 'articles.updated_at',
-  total: SelectQueryBuilder<Database, never, { count: number }>,
+  rows: PageRow[],
   page: Page,
-  viewerId: number | null,
   now: number,
+  countAgain: () => Promise<{ count: number } | undefined>,
 ): Promise<ListAnswer> {
-  const rows = await withArticleView(query, viewerId)
-    .select(['articles.id', sql.ref<number>(key).as('page_key'), total.as('articles_count')])
-    .orderBy(key, 'desc')
-    .orderBy('articles.id', 'desc')
-    .limit(sql.lit(page.limit + 1))
-    .execute();
-  const articlesCount = rows.length > 0 ? rows[0]!.articles_count : (await total.executeTakeFirst())?.count;
+  const articlesCount = rows.length > 0 ? rows[0]!.articles_count : (await countAgain())?.count;
   const shown = rows.slice(0, page.limit);
   const last = shown.at(-1);
   return {
@@ -360,7 +416,7 @@ function inStatus(eb: ExpressionBuilder<Database, 'articles'>, status: ArticleSt
  * a page walks the author's articles from the cursor, and the total counts them, so both cost what the author has
  * written at most.
  */
-export function listOwnArticles(db: Executor, authorId: number, status: ArticleStatus | undefined, page: Page): Promise<ListAnswer> {
+export async function listOwnArticles(db: Executor, authorId: number, status: ArticleStatus | undefined, page: Page): Promise<ListAnswer> {
   const cursor = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'time');
   const now = Date.now();
   const own = db
@@ -369,9 +425,10 @@ export function listOwnArticles(db: Executor, authorId: number, status: ArticleS
     .$if(status !== undefined, (query) => query.where((eb) => inStatus(eb, status!, now)));
   const total = own.select((eb) => eb.fn.countAll<number>().as('count'));
   const pageQuery = own
-    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.updated_at', 'articles.id', cursor!)))
+    .$if(cursor !== undefined, (query) => query.where(olderThan('articles.updated_at', 'articles.id', cursor!.at, cursor!.id)))
     .offset(page.offset);
-  return pageAnswer(pageQuery, 'articles.updated_at', total, page, authorId, now);
+  const rows = await pageRows(pageQuery, 'articles.updated_at', total, page.limit, authorId).execute();
+  return pageAnswer(rows, page, now, () => total.executeTakeFirst());
 }
 
 /**
@@ -381,10 +438,9 @@ export function listOwnArticles(db: Executor, authorId: number, status: ArticleS
  */
 async function searchCandidates(
   db: Executor,
-  filters: ArticleFilters,
+  values: ListValues,
   search: Search,
   horizon: number | undefined,
-  now: number,
 ): Promise<{ candidates: RawBuilder<unknown>; partial: boolean }> {
   const postgres = dialectOf(db) === 'postgres';
   const id = sql.ref(postgres ? 'article_id' : 'rowid');
@@ -392,17 +448,18 @@ async function searchCandidates(
   // checked by its primary key.
   const indexed = sql.ref(`article_search.${postgres ? 'article_id' : 'rowid'}`);
   // Kysely writes the subquery in parentheses of its own: SQLite reads `exists ((select ...))` as a syntax error.
-  const isPublic = sql`and exists ${unscreenedArticles(db, filters.screenedBy, now)
+  const isPublic = sql`and exists ${unscreenedArticles(db, values.screened, values.now)
     .select('articles.id')
     .where(sql<SqlBool>`articles.id = ${indexed}`)}`;
+  const { authorKey, tag, favoritedKey, screened } = values;
   const narrowing = [
-    filters.author &&
+    authorKey !== undefined &&
       db
         .selectFrom('articles')
         .select('articles.id')
-        .where('articles.author_id', '=', userIdByName(db, filters.author, filters.screenedBy)),
-    filters.tag && articleIdsTagged(db, filters.tag),
-    filters.favorited && articleIdsFavoritedBy(db, filters.favorited, filters.screenedBy),
+        .where('articles.author_id', '=', userIdByName(db, authorKey, screened)),
+    tag !== undefined && articleIdsTagged(db, tag),
+    favoritedKey !== undefined && articleIdsFavoritedBy(db, favoritedKey, screened),
   ].flatMap((ids) => (ids ? [sql`and ${id} in (${ids})`] : []));
   narrowing.push(isPublic);
   if (postgres) {
@@ -480,7 +537,7 @@ async function searchArticles(
   const search = dialectOf(db) === 'postgres' ? await asPostgresSearch(db, typed) : typed;
   const cursor: RelevanceCursor | undefined = page.cursor === undefined ? undefined : decodeListCursor(page.cursor, 'relevance');
   const now = Date.now();
-  const { candidates, partial } = await searchCandidates(db, filters, search, cursor?.horizon, now);
+  const { candidates, partial } = await searchCandidates(db, listValues(db, filters, now), search, cursor?.horizon);
   const position = cursor?.position ?? page.offset;
   const { rows } = await sql<RankedRow>`
     select id, matches, horizon from (
