@@ -14,10 +14,13 @@ import { dialectOf, type Executor } from './index.js';
  * the clock or anything else outside its arguments, since whatever it reads is kept for every later call.
  */
 export interface PreparedQuery<Values extends object, Shape, Row> {
-  execute(db: Executor, values: Values, shape: Shape): Promise<Row[]>;
+  execute(db: Executor, values: Values, ...shape: ShapeArgument<Shape>): Promise<Row[]>;
   /** The query text and parameters `execute` sends, for tests that hold it to a query built afresh. */
-  compile(db: Executor, values: Values, shape: Shape): CompiledQuery<Row>;
+  compile(db: Executor, values: Values, ...shape: ShapeArgument<Shape>): CompiledQuery<Row>;
 }
+
+/** A query whose text depends on its values alone takes no shape. */
+type ShapeArgument<Shape> = undefined extends Shape ? [] : [shape: Shape];
 
 /** Where a value goes: one of the call's values, or a constant of the text. */
 type ParameterSource = { value: string } | { constant: unknown };
@@ -36,7 +39,7 @@ const SHAPES_PER_QUERY = 512;
 
 const isGiven = (value: unknown) => value !== undefined && value !== null;
 
-export function preparedQuery<Values extends object, Shape extends string | number | boolean, Row>(
+export function preparedQuery<Values extends object, Row, Shape extends number | undefined = undefined>(
   build: (db: Executor, values: Values, shape: Shape) => Compilable<Row>,
 ): PreparedQuery<Values, Shape, Row> {
   const templates = new Map<string, Template<Row>>();
@@ -59,8 +62,8 @@ export function preparedQuery<Values extends object, Shape extends string | numb
     return found;
   }
 
-  function compile(db: Executor, values: Values, shape: Shape): CompiledQuery<Row> {
-    const { query, sources } = template(db, values, shape);
+  function compile(db: Executor, values: Values, ...[shape]: ShapeArgument<Shape>): CompiledQuery<Row> {
+    const { query, sources } = template(db, values, shape as Shape);
     const given = values as Record<string, unknown>;
     const parameters = sources.map((source) => ('value' in source ? given[source.value] : source.constant));
     return { ...query, parameters };
@@ -68,8 +71,8 @@ export function preparedQuery<Values extends object, Shape extends string | numb
 
   return {
     compile,
-    async execute(db, values, shape) {
-      return (await db.executeQuery(compile(db, values, shape))).rows;
+    async execute(db, values, ...shape) {
+      return (await db.executeQuery(compile(db, values, ...shape))).rows;
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { ExpressionBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import { moderationState, toIso } from '../../schemas.js';
 import { type Screening, separatedFrom } from '../profiles/blocks.js';
@@ -87,11 +88,35 @@ export async function getArticleAnswer(
   moderator = false,
 ) {
   const now = Date.now();
-  const base = db
-    .selectFrom('articles')
-    .where((eb) => visibleTo(eb, viewerId, now, moderator))
-    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!.viewerId)));
-  const query = 'slug' in where ? base.where('articles.slug', '=', where.slug) : base.where('articles.id', '=', where.id);
-  const row = await withArticleView(query, viewerId).select('articles.body').executeTakeFirst();
+  const [row] = await articleAnswer.execute(db, {
+    ...where,
+    now,
+    viewerId: viewerId ?? undefined,
+    separatedFrom: screener?.viewerId,
+    moderator: moderator || undefined,
+  });
   return row === undefined ? undefined : { article: { ...toSummary(row, now), body: row.body } };
 }
+
+interface ArticleValues {
+  slug?: string;
+  id?: number;
+  now: number;
+  viewerId?: number;
+  /** The viewer whose blocks (either way) hide the article's author. */
+  separatedFrom?: number;
+  moderator?: true;
+}
+
+/** One article with its body: read on every article page, so built once per shape (db/prepared.ts). */
+const articleAnswer = preparedQuery((db: Executor, values: ArticleValues) => {
+  const viewerId = values.viewerId ?? null;
+  const base = db
+    .selectFrom('articles')
+    .where((eb) => visibleTo(eb, viewerId, values.now, values.moderator !== undefined))
+    .$if(values.separatedFrom !== undefined, (query) =>
+      query.where('articles.author_id', 'not in', separatedFrom(db, values.separatedFrom!)),
+    );
+  const query = values.slug !== undefined ? base.where('articles.slug', '=', values.slug) : base.where('articles.id', '=', values.id!);
+  return withArticleView(query, viewerId).select('articles.body');
+});

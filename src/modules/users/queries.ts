@@ -1,5 +1,6 @@
 import type { ExpressionBuilder } from 'kysely';
 import { dialectOf, type Executor } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { Database, Role } from '../../db/schema.js';
 import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { identityKey, usernameKey, usernameSkeleton } from '../../identity.js';
@@ -51,14 +52,18 @@ const notPurged = (now: number) => (eb: ExpressionBuilder<Database, 'users'>) =>
  * Behind every signed-in request: one primary-key lookup, so a revoked session or a deleted user is refused at once,
  * with the accounts the user's reads leave out (profiles/blocks.ts) when there are any.
  */
-export function findSignedInAccount(db: Executor, id: number) {
-  return db
+const signedInAccount = preparedQuery((db: Executor, values: { id: number; now: number }) =>
+  db
     .selectFrom('users')
     .select(ACCOUNT_COLUMNS)
     .select('screened_ids as screened')
-    .where('id', '=', id)
-    .where(notPurged(Date.now()))
-    .executeTakeFirst();
+    .where('id', '=', values.id)
+    .where(notPurged(values.now)),
+);
+
+export async function findSignedInAccount(db: Executor, id: number) {
+  const [account] = await signedInAccount.execute(db, { id, now: Date.now() });
+  return account;
 }
 
 export function findLoginByEmail(db: Executor, email: string) {
