@@ -8,6 +8,7 @@ import { READ_METHODS } from '../read-methods.js';
 import { SettingError, systemProblem } from '../setting-error.js';
 import { type Budget, budgetInRedis, budgetOn } from './budgets.js';
 import { countersInPrimary, countersInProcess, type LimitCounters, type WindowCounter } from './limit-counters.js';
+import { channelToPrimary } from './primary-channel.js';
 import { withHookAfter } from './route-hooks.js';
 
 declare module 'fastify' {
@@ -92,7 +93,7 @@ async function connectRedis(app: FastifyInstance, url: string): Promise<Redis> {
     );
   }
   redis.off('error', noteRefusal);
-  redis.on('error', (error) => app.log.warn({ err: error }, 'Redis is unavailable: rate limits are not enforced until it is back'));
+  redis.on('error', (error) => app.log.warn({ err: error }, 'Redis is unavailable: limits are not enforced until it is back'));
   // By onClose every request has finished, so no command is waiting for an answer.
   app.addHook('onClose', async () => redis.disconnect());
   return redis;
@@ -122,9 +123,9 @@ function writeUnits(request: FastifyRequest): number {
  */
 function limitCounters(app: FastifyInstance, inPrimary: boolean): LimitCounters {
   if (!inPrimary) return countersInProcess();
-  const primary = countersInPrimary(app.log);
-  app.addHook('onClose', async () => primary.close());
-  return primary.counters;
+  const channel = channelToPrimary(app.log);
+  app.addHook('onClose', async () => channel.close());
+  return countersInPrimary(channel);
 }
 
 /** The plugin compares the count with its `max` itself and counts refused requests too: its spends are never refused. */
