@@ -579,7 +579,7 @@ describe.skipIf(noRedis !== null && !process.env.CI)('limits shared through Redi
       const redis = new Redis(REDIS_URL);
       defer(async () => redis.disconnect());
       const { REDIS_KEY_PREFIX } = shared();
-      const leaseMs = 300;
+      const leaseMs = 600;
       const [living, other] = [placesInRedis(redis, REDIS_KEY_PREFIX, leaseMs), placesInRedis(redis, REDIS_KEY_PREFIX, leaseMs)];
       defer(async () => {
         living.close();
