@@ -284,7 +284,8 @@ export const SETTINGS = Type.Object(
     }),
     EVENT_STREAMS_PER_CLIENT: count(
       5,
-      'live event streams (`GET /api/events`) one client address may hold open at once in each process; past it, 429; `0` off',
+      'live event streams (`GET /api/events`) one client address may hold open at once, counted where the rate limits count: ' +
+        'across the `WORKERS`, and across instances with `REDIS_URL`; past it, 429; `0` off',
     ),
     SEARCHES_PER_CLIENT: count(
       2,

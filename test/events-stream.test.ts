@@ -579,3 +579,87 @@ describe('GET /api/events behind a WORKERS cluster on SQLite', () => {
     }
   });
 });
+
+describe("one client's streams across a WORKERS=2 cluster, counted in the primary", () => {
+  const PER_CLIENT = 3;
+  const defer = deferPerTest();
+  let scratch: ScratchDatabase | undefined;
+  let cluster: RunningServer | undefined;
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('sqlite');
+    // Behind one trusted proxy, each test names a client address of its own (X-Forwarded-For), so that none waits for
+    // the places of the test before it to come back.
+    const settings = { ...NO_RATE_LIMITS, EVENT_STREAMS_PER_CLIENT: String(PER_CLIENT), TRUST_PROXY: '1', LOG_LEVEL: 'info' };
+    cluster = await startServer(CONDUIT_BIN, ['serve', '--workers', '2'], childEnv(scratch.url, settings));
+    await vi.waitFor(() => expect(workerPids()).toHaveLength(2), { timeout: 30_000, interval: 50 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.stop('SIGKILL');
+    await scratch?.drop();
+  });
+
+  /** The output's JSON log lines. */
+  const logLines = () =>
+    cluster!
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line));
+  const workerPids = (): number[] => logLines().flatMap((line) => (/^Conduit listening on/.test(line.msg) ? [line.pid] : []));
+
+  /** A stream from `client`, on a connection of its own, open or refused. */
+  async function streamFrom(client: string): Promise<SseStream> {
+    const stream = await openStream(`${cluster!.base}/api/events`, { 'x-forwarded-for': client });
+    defer(async () => stream.close());
+    if (stream.status === 200) await stream.until((messages) => messages.length > 0);
+    return stream;
+  }
+  const oneAfterAnother = async (client: string, count: number) => {
+    const streams: SseStream[] = [];
+    for (let i = 0; i < count; i++) streams.push(await streamFrom(client));
+    return streams;
+  };
+
+  it('lets a client hold EVENT_STREAMS_PER_CLIENT streams in all, whichever worker holds each, and frees a place when one closes', async () => {
+    const client = '203.0.113.1';
+    const streams = await oneAfterAnother(client, PER_CLIENT + 2);
+    expect(streams.map((stream) => stream.status)).toEqual([200, 200, 200, 429, 429]);
+    for (const refused of streams.slice(PER_CLIENT)) {
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(await refused.json()).toEqual({ errors: { rate: ['limit exceeded'] } });
+    }
+
+    streams[0]!.close();
+    // Given back once the worker has seen the stream go: until then the client still holds every place.
+    await vi.waitFor(async () => expect((await streamFrom(client)).status).toBe(200), { timeout: 5000, interval: 100 });
+    expect((await streamFrom(client)).status).toBe(429);
+
+    // The open streams were held by both workers: their request lines, logged as each ends, say which.
+    const held = new Set(streams.slice(0, PER_CLIENT).map((stream) => stream.headers.get('x-request-id')));
+    for (const stream of streams) stream.close();
+    const holders = () => new Set(logLines().flatMap((line) => (held.has(line.reqId) ? [line.pid] : [])));
+    await vi.waitFor(() => expect(holders().size).toBe(2), { timeout: 5000, interval: 100 });
+  });
+
+  it("gives back the places of a worker killed with streams open, whatever the client's other streams", async () => {
+    const client = '203.0.113.2';
+    const streams = await oneAfterAnother(client, PER_CLIENT + 1);
+    expect(streams.map((stream) => stream.status)).toEqual([200, 200, 200, 429]);
+    streams.pop();
+    const ended = new Set<SseStream>();
+    for (const stream of streams) void stream.ended.then(() => ended.add(stream));
+
+    // Connections go to the workers in turn: whichever is killed held one or two of the three streams.
+    const [killed] = workerPids();
+    process.kill(killed!, 'SIGKILL');
+    await vi.waitFor(() => expect(cluster!.output()).toContain(`worker ${killed} died`), { timeout: 5000, interval: 50 });
+    await vi.waitFor(() => expect(ended.size).toBeGreaterThan(0), { timeout: 5000, interval: 50 });
+    expect(ended.size).toBeLessThan(PER_CLIENT);
+
+    // The primary gave them back as the worker exited; the streams on the other worker still hold theirs.
+    const reopened = await oneAfterAnother(client, ended.size + 1);
+    expect(reopened.map((stream) => stream.status)).toEqual([...Array(ended.size).fill(200), 429]);
+  });
+});

@@ -9,9 +9,11 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openDatabase } from '../src/db/index.js';
+import { placesInRedis, REDIS_LEASE_MS } from '../src/plugins/held-places.js';
 import { createScratchDatabase, deferPerTest, type ScratchDatabase, sqliteAppWith, testConfig } from './support/app.js';
 import { unique } from './support/client.js';
 import { childEnv, freePort, type RunningServer, SERVER_ENTRY, startServer } from './support/processes.js';
+import { openStream, type SseStream } from './support/sse.js';
 
 // The counters live in memory or Redis, never in the database: SQLite is enough here.
 
@@ -526,6 +528,81 @@ describe.skipIf(noRedis !== null && !process.env.CI)('limits shared through Redi
     await expect.poll(relay.open).toBe(0);
   });
 
+  describe('live event streams per client', () => {
+    /** A stream from this test's address at the app listening on `base`, open or refused, closed after the test. */
+    async function streamAt(base: string): Promise<SseStream> {
+      const stream = await openStream(`${base}/api/events`);
+      defer(async () => stream.close());
+      if (stream.status === 200) await stream.until((messages) => messages.length > 0);
+      return stream;
+    }
+    const listening = async (app: FastifyInstance) => {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      return `http://127.0.0.1:${(app.server.address() as net.AddressInfo).port}`;
+    };
+
+    it('holds a client to EVENT_STREAMS_PER_CLIENT on two instances together, and frees a place when one closes', async () => {
+      const settings = { ...shared(), EVENT_STREAMS_PER_CLIENT: '2' };
+      const [a, b] = [await listening(await appWith(settings)), await listening(await appWith(settings))];
+      const first = await streamAt(a);
+      expect([first.status, (await streamAt(b)).status]).toEqual([200, 200]);
+      for (const base of [a, b]) {
+        const refused = await streamAt(base);
+        expect(refused.status).toBe(429);
+        expect(await refused.json()).toEqual(RATE_LIMITED);
+      }
+      first.close();
+      // Given back once instance a has seen the stream go.
+      await vi.waitFor(async () => expect((await streamAt(b)).status).toBe(200), { timeout: 5000, interval: 100 });
+      expect((await streamAt(a)).status).toBe(429);
+    });
+
+    it('lets the places of an instance killed with streams open lapse with their lease', { timeout: 30_000 }, async () => {
+      const settings = { ...shared(), EVENT_STREAMS_PER_CLIENT: '2' };
+      const scratch = await createScratchDatabase('sqlite');
+      defer(() => scratch.drop());
+      const killed = await startServer(SERVER_ENTRY, [], childEnv(scratch.url, settings));
+      defer(() => killed.stop('SIGKILL'));
+      expect([(await streamAt(killed.base)).status, (await streamAt(killed.base)).status]).toEqual([200, 200]);
+      await killed.stop('SIGKILL');
+
+      const survivor = await listening(await appWith(settings));
+      expect((await streamAt(survivor)).status).toBe(429);
+      // A lease later, on the clock the instances count by, nothing has renewed the dead instance's places.
+      const now = Date.now;
+      const later = vi.spyOn(Date, 'now').mockImplementation(() => now() + REDIS_LEASE_MS);
+      onTestFinished(() => later.mockRestore());
+      expect((await streamAt(survivor)).status).toBe(200);
+    });
+
+    it('renews the places a live instance holds, past their lease', async () => {
+      const redis = new Redis(REDIS_URL);
+      defer(async () => redis.disconnect());
+      const { REDIS_KEY_PREFIX } = shared();
+      const leaseMs = 600;
+      const [living, other] = [placesInRedis(redis, REDIS_KEY_PREFIX, leaseMs), placesInRedis(redis, REDIS_KEY_PREFIX, leaseMs)];
+      defer(async () => {
+        living.close();
+        other.close();
+      });
+      const giveBack = await living.take('203.0.113.1', 1);
+      expect(giveBack).not.toBeNull();
+      await sleep(3 * leaseMs);
+      expect(await other.take('203.0.113.1', 1)).toBeNull();
+      giveBack!();
+      expect(await other.take('203.0.113.1', 1)).not.toBeNull();
+    });
+
+    it('lets streams open uncounted while Redis is unreachable', async () => {
+      const relay = await relayToRedis();
+      const app = await listening(await appWith({ ...shared(), REDIS_URL: relay.url, EVENT_STREAMS_PER_CLIENT: '1' }));
+      expect((await streamAt(app)).status).toBe(200);
+      expect((await streamAt(app)).status).toBe(429);
+      await relay.cut();
+      expect((await streamAt(app)).status).toBe(200);
+    });
+  });
+
   it('refuses to start when REDIS_URL does not answer', async () => {
     const scratch = await createScratchDatabase('sqlite');
     const database = openDatabase({ kind: 'sqlite', file: scratch.url.slice('sqlite:'.length), synchronous: 'full' });
@@ -660,23 +737,25 @@ describe('limits shared by the workers of a WORKERS=2 cluster, without Redis', (
     await vi.waitFor(() => expect(workersThatAnswered(responses).size).toBe(2), { timeout: 5000, interval: 100 });
   });
 
-  it('lets requests through, after a wait, when the primary does not answer; the worker warns once', async () => {
+  it('lets requests and event streams through, after a wait, when the primary does not answer; the worker warns once', async () => {
     const worker = fork(path.join(import.meta.dirname, 'support', 'worker-of-silent-primary.mjs'), {
-      env: childEnv(scratch!.url, { ...LIMITS, RATE_LIMIT_MAX: '1', LOG_LEVEL: 'warn' }),
+      env: childEnv(scratch!.url, { ...LIMITS, RATE_LIMIT_MAX: '1', EVENT_STREAMS_PER_CLIENT: '1', LOG_LEVEL: 'warn' }),
       stdio: 'ignore',
     });
     onTestFinished(() => {
       worker.kill('SIGKILL');
     });
-    const report = await new Promise<{ statuses: number[]; tookMs: number; warnings: number }>((resolve, reject) => {
-      // Its spends arrive here too, and go unanswered.
-      worker.on('message', (message: { report?: { statuses: number[]; tookMs: number; warnings: number } }) => {
+    type Report = { statuses: number[]; streams: number[]; tookMs: number; warnings: number };
+    const report = await new Promise<Report>((resolve, reject) => {
+      // Its spends and takes arrive here too, and go unanswered.
+      worker.on('message', (message: { report?: Report }) => {
         if (message.report) resolve(message.report);
       });
       worker.on('exit', (code) => reject(new Error(`the worker exited with ${code} before reporting`)));
     });
     // Over the limit of 1, yet served: a stuck primary must not turn into an outage of every worker.
     expect(report.statuses).toEqual([200, 200]);
+    expect(report.streams).toEqual([200, 200]);
     expect(report.tookMs).toBeGreaterThanOrEqual(2 * 500);
     expect(report.warnings).toBe(1);
   });

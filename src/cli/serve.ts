@@ -5,6 +5,7 @@ import { type BuildOptions, buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { keepPlacesForWorkers } from '../plugins/held-places.js';
 import { keepCountersForWorkers } from '../plugins/limit-counters.js';
 import { DOCS_PATH } from '../plugins/openapi.js';
 
@@ -154,6 +155,7 @@ async function superviseWorkers(config: Config, count: number): Promise<void> {
     await database.destroy();
   }
   keepCountersForWorkers();
+  keepPlacesForWorkers();
   for (let i = 0; i < count; i++) fork();
   say(`started ${count} workers`);
 }

@@ -1,5 +1,5 @@
-import cluster from 'node:cluster';
 import { setWithin } from '../bounded-map.js';
+import { answerWorkers, type PrimaryChannel } from './primary-channel.js';
 
 /** A key's fixed window after a spend. */
 export interface Tally {
@@ -83,13 +83,7 @@ export function countersInProcess(): LimitCounters {
   };
 }
 
-// The protocol between a worker and the cluster primary. A refund expects no answer; a spend carries an id that its
-// answer repeats, since a worker has many in flight at once and one channel for them all.
-const MESSAGE_TYPE = 'conduit:limit-counter';
-
 interface SpendRequest {
-  type: typeof MESSAGE_TYPE;
-  id: number;
   limit: string;
   key: string;
   units: number;
@@ -98,101 +92,28 @@ interface SpendRequest {
 }
 
 interface RefundRequest {
-  type: typeof MESSAGE_TYPE;
   limit: string;
   key: string;
   units: number;
 }
 
-interface SpendAnswer {
-  type: typeof MESSAGE_TYPE;
-  id: number;
-  tally: Tally;
-}
-
-const isCounterMessage = (message: unknown): message is { type: typeof MESSAGE_TYPE } =>
-  typeof message === 'object' && message !== null && (message as { type?: unknown }).type === MESSAGE_TYPE;
-
 /**
  * In the cluster primary, before it forks: keeps one set of counters for every worker and answers their spends, so
- * that WORKERS=N processes enforce each limit once, not N times. Only workers this primary forked can send here.
+ * that WORKERS=N processes enforce each limit once, not N times.
  */
 export function keepCountersForWorkers(): void {
   const windowsOf = windowsByLimit();
-  // A worker that exited meanwhile cannot be answered; its requests are gone with it.
-  const ignoreUndelivered = () => {};
-  cluster.on('message', (worker, message: unknown) => {
-    if (!isCounterMessage(message)) return;
-    const { limit, key, units } = message as RefundRequest;
-    if (!('id' in message)) {
-      windowsOf(limit).refund(key, units);
-      return;
-    }
-    const { id, max, windowMs } = message as SpendRequest;
-    const answer: SpendAnswer = { type: MESSAGE_TYPE, id, tally: windowsOf(limit).spend(key, units, max, windowMs) };
-    if (worker.isConnected()) worker.send(answer, ignoreUndelivered);
+  answerWorkers({
+    spend: (_worker, { limit, key, units, max, windowMs }: SpendRequest): Tally => windowsOf(limit).spend(key, units, max, windowMs),
+    refund: (_worker, { limit, key, units }: RefundRequest) => windowsOf(limit).refund(key, units),
   });
 }
 
-/**
- * Well above a round trip (about 20 µs, 0.1 ms on a busy machine): only a primary that stopped answering takes this
- * long, and meanwhile requests wait no longer than they would on an unreachable Redis.
- */
-const PRIMARY_ANSWER_TIMEOUT_MS = 500;
-
-interface Log {
-  warn(details: object, message: string): void;
-  info(message: string): void;
-}
-
-/**
- * In a cluster worker: counters kept by the primary (`keepCountersForWorkers`), one IPC round trip per spend. When
- * the primary does not answer in time, the spend rejects and the request goes through (fail open, as with Redis):
- * the primary does nothing but supervise and count, so a silent one is stalled or gone (then this worker exits with
- * it), and refusing every request of every worker meanwhile would turn a stuck supervisor into an outage.
- */
-export function countersInPrimary(log: Log): { counters: LimitCounters; close(): void } {
-  let lastId = 0;
-  const waiting = new Map<number, { settle: (tally: Tally | Error) => void; timer: NodeJS.Timeout }>();
-  let failing = false;
-
-  const settle = (id: number, outcome: Tally | Error) => {
-    const request = waiting.get(id);
-    if (request === undefined) return;
-    waiting.delete(id);
-    clearTimeout(request.timer);
-    if (outcome instanceof Error && !failing) {
-      failing = true;
-      log.warn({ err: outcome }, 'the cluster primary does not answer: rate limits are not enforced until it does');
-    } else if (!(outcome instanceof Error) && failing) {
-      failing = false;
-      log.info('the cluster primary answers again: rate limits are enforced');
-    }
-    request.settle(outcome);
-  };
-  const onMessage = (message: unknown) => {
-    if (isCounterMessage(message)) settle((message as SpendAnswer).id, (message as SpendAnswer).tally);
-  };
-  process.on('message', onMessage);
-
-  const send = (message: SpendRequest | RefundRequest, onError: (error: Error) => void) => {
-    if (process.send === undefined || !process.connected) onError(new Error('no channel to the cluster primary'));
-    else process.send(message, (error: Error | null) => error && onError(error));
-  };
-
-  const counters: LimitCounters = (limit) => ({
-    spend: (key, units, max, windowMs) =>
-      new Promise<Tally>((resolve, reject) => {
-        const id = ++lastId;
-        const timer = setTimeout(
-          () => settle(id, new Error(`no answer from the cluster primary within ${PRIMARY_ANSWER_TIMEOUT_MS} ms`)),
-          PRIMARY_ANSWER_TIMEOUT_MS,
-        );
-        waiting.set(id, { settle: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)), timer });
-        send({ type: MESSAGE_TYPE, id, limit, key, units, max, windowMs }, (error) => settle(id, error));
-      }),
+/** In a cluster worker: counters kept by the primary (`keepCountersForWorkers`), one IPC round trip per spend. */
+export function countersInPrimary(channel: PrimaryChannel): LimitCounters {
+  return (limit) => ({
+    spend: (key, units, max, windowMs) => channel.ask<Tally>('spend', { limit, key, units, max, windowMs } satisfies SpendRequest),
     // A refund that is lost leaves the window a unit short until it ends, as a lost one in Redis does.
-    refund: async (key, units) => send({ type: MESSAGE_TYPE, limit, key, units }, () => {}),
+    refund: async (key, units) => channel.tell('refund', { limit, key, units } satisfies RefundRequest),
   });
-  return { counters, close: () => process.off('message', onMessage) };
 }

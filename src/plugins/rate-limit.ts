@@ -7,7 +7,9 @@ import { identityKey } from '../identity.js';
 import { READ_METHODS } from '../read-methods.js';
 import { SettingError, systemProblem } from '../setting-error.js';
 import { type Budget, budgetInRedis, budgetOn } from './budgets.js';
+import { type PlaceCounter, placesInPrimary, placesInProcess, placesInRedis } from './held-places.js';
 import { countersInPrimary, countersInProcess, type LimitCounters, type WindowCounter } from './limit-counters.js';
+import { channelToPrimary } from './primary-channel.js';
 import { withHookAfter } from './route-hooks.js';
 
 declare module 'fastify' {
@@ -17,6 +19,8 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     authLimits: AuthLimits;
+    /** Where the live event streams a client holds open are counted, alongside the rate limits' counts. */
+    streamPlaces: PlaceCounter;
   }
 }
 
@@ -92,7 +96,7 @@ async function connectRedis(app: FastifyInstance, url: string): Promise<Redis> {
     );
   }
   redis.off('error', noteRefusal);
-  redis.on('error', (error) => app.log.warn({ err: error }, 'Redis is unavailable: rate limits are not enforced until it is back'));
+  redis.on('error', (error) => app.log.warn({ err: error }, 'Redis is unavailable: limits are not enforced until it is back'));
   // By onClose every request has finished, so no command is waiting for an answer.
   app.addHook('onClose', async () => redis.disconnect());
   return redis;
@@ -116,17 +120,6 @@ function writeUnits(request: FastifyRequest): number {
   return 1 + Math.floor(bytes / WRITE_UNIT_BYTES);
 }
 
-/**
- * Where the counts live without Redis: in this process, or, in a WORKERS cluster, in the primary, which every worker
- * asks; otherwise each of N workers would let a client through N times as often.
- */
-function limitCounters(app: FastifyInstance, inPrimary: boolean): LimitCounters {
-  if (!inPrimary) return countersInProcess();
-  const primary = countersInPrimary(app.log);
-  app.addHook('onClose', async () => primary.close());
-  return primary.counters;
-}
-
 /** The plugin compares the count with its `max` itself and counts refused requests too: its spends are never refused. */
 const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
@@ -147,33 +140,53 @@ function storeOn(counters: LimitCounters, counter: WindowCounter) {
   };
 }
 
-/** Where every limit counts: the rate-limit plugin's options naming its store, and the budgets by name. */
+/** Where every limit counts: the rate-limit plugin's options naming its store, the budgets by name, and the places. */
 interface Counting {
   pluginStore: Pick<RateLimitPluginOptions, 'store' | 'redis' | 'nameSpace'>;
   budget(name: string, max: number, windowMs: number): Budget;
+  places: PlaceCounter;
 }
 
-const countingIn = (counters: LimitCounters): Counting => ({
+const countingIn = (counters: LimitCounters, places: PlaceCounter): Counting => ({
   pluginStore: { store: storeOn(counters, counters('requests')) },
   budget: (name, max, windowMs) => budgetOn(counters(name), max, windowMs),
-});
-
-// In Redis the budgets' keys (`writes:`, `login-attempts:`) keep them apart; the plugin files its limiters under one prefix.
-const countingInRedis = (redis: Redis, keyPrefix: string): Counting => ({
-  pluginStore: { redis, nameSpace: `${keyPrefix}rate-limit:` },
-  budget: (_name, max, windowMs) => budgetInRedis(redis, keyPrefix, max, windowMs),
+  places,
 });
 
 /**
+ * Where the counts live without Redis: in this process, or, in a WORKERS cluster, in the primary, which every worker
+ * asks; otherwise each of N workers would let a client through N times as often.
+ */
+function countingInMemory(app: FastifyInstance, inPrimary: boolean): Counting {
+  if (!inPrimary) return countingIn(countersInProcess(), placesInProcess());
+  const channel = channelToPrimary(app.log);
+  app.addHook('onClose', async () => channel.close());
+  return countingIn(countersInPrimary(channel), placesInPrimary(channel));
+}
+
+// In Redis the budgets' keys (`writes:`, `login-attempts:`) keep them apart; the plugin files its limiters under one prefix.
+function countingInRedis(app: FastifyInstance, redis: Redis, keyPrefix: string): Counting {
+  const places = placesInRedis(redis, keyPrefix);
+  app.addHook('onClose', async () => places.close());
+  return {
+    pluginStore: { redis, nameSpace: `${keyPrefix}rate-limit:` },
+    budget: (_name, max, windowMs) => budgetInRedis(redis, keyPrefix, max, windowMs),
+    places,
+  };
+}
+
+/**
  * A general limit per client address on every route (in onRequest, before auth reads the database), a write budget
- * per signed-in account (before the body is read), and the registration and login guards. Counters live in this
+ * per signed-in account (before the body is read), the registration and login guards, and where the event streams a
+ * client holds are counted (`streamPlaces`, for the events module). Counters live in this
  * process (in the cluster primary for every worker when `countInPrimary`), or in Redis when set so that every
  * instance shares them. A failing Redis or primary lets requests through: the limits protect the service, they must
  * not take it down.
  */
 export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig, countInPrimary: boolean): Promise<void> {
   const redis = config.redisUrl === null ? null : await connectRedis(app, config.redisUrl);
-  const counting = redis === null ? countingIn(limitCounters(app, countInPrimary)) : countingInRedis(redis, config.redisKeyPrefix);
+  const counting = redis === null ? countingInMemory(app, countInPrimary) : countingInRedis(app, redis, config.redisKeyPrefix);
+  app.decorate('streamPlaces', counting.places);
   await app.register(rateLimit, {
     global: false,
     max: config.max,

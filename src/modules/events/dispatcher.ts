@@ -59,9 +59,6 @@ export interface Subscriber {
   end(): void;
 }
 
-/** Why a stream was not admitted: its client address holds as many as allowed, or the whole process does. */
-export type Refusal = 'client' | 'process';
-
 interface Log {
   warn(details: object, message: string): void;
 }
@@ -76,8 +73,6 @@ export class EventDispatcher {
   /** What all the streams of this process may hold for their clients together. */
   readonly buffers: BufferBudget;
   private readonly subscribers = new Set<Subscriber>();
-  /** Streams open per client address; an address leaves the map with its last stream. */
-  private readonly perClient = new Map<string, number>();
   private admitted = 0;
   private position: StreamPosition = { tx: 0, id: 0 };
   /** Every read and every change of position runs in this chain, one at a time, in order. */
@@ -103,20 +98,17 @@ export class EventDispatcher {
     return this.admitted;
   }
 
-  /** Counts a new stream of `client` in, or says which limit it is over; every admitted stream is released once. */
-  admit(client: string): Refusal | null {
-    const held = this.perClient.get(client) ?? 0;
-    if (this.limits.perClient > 0 && held >= this.limits.perClient) return 'client';
-    if (this.limits.max > 0 && this.admitted >= this.limits.max) return 'process';
-    this.perClient.set(client, held + 1);
+  /**
+   * Counts a new stream in, or says false when the process holds as many as allowed; every admitted stream is released
+   * once. Per process: each holds its own streams, and their memory.
+   */
+  admit(): boolean {
+    if (this.limits.max > 0 && this.admitted >= this.limits.max) return false;
     this.admitted++;
-    return null;
+    return true;
   }
 
-  release(client: string): void {
-    const held = (this.perClient.get(client) ?? 1) - 1;
-    if (held === 0) this.perClient.delete(client);
-    else this.perClient.set(client, held);
+  release(): void {
     this.admitted--;
   }
 

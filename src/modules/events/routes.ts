@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { HttpError, notFound, rateLimited } from '../../errors.js';
 import { RETRY_AFTER_SECONDS } from '../../plugins/errors.js';
+import type { GiveBack } from '../../plugins/held-places.js';
 import { clientKey } from '../../plugins/rate-limit.js';
 import { errorResponses } from '../../schemas.js';
 import { screeningOf } from '../profiles/blocks.js';
@@ -34,15 +35,35 @@ async function filterOf(request: EventsRequest): Promise<StreamFilter> {
   };
 }
 
+const nothingToGiveBack: GiveBack = () => {};
+
 /**
  * `GET /api/events`: the outbox as Server-Sent Events, live from this process's dispatcher. Streams are limited per
- * client address and per process (each process of a cluster counts its own), and are ended when the server closes,
- * so that clients reconnect, with Last-Event-ID, to a server that is still up.
+ * client address, counted where the rate limits count (so once for every worker of a cluster, and for every instance
+ * sharing Redis), and per process; they are ended when the server closes, so that clients reconnect, with
+ * Last-Event-ID, to a server that is still up.
  */
 export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const dispatcher = app.events;
-  const { heartbeatMs, replayMaxEvents, replayMaxBytes } = app.config.events;
+  const { perClient, heartbeatMs, replayMaxEvents, replayMaxBytes } = app.config.events;
   const replayLimits = { maxEvents: replayMaxEvents, maxBytes: replayMaxBytes };
+  const refuse = (reply: FastifyReply, refusal: HttpError) => {
+    reply.header('retry-after', RETRY_AFTER_SECONDS);
+    return refusal;
+  };
+
+  /** One of the client's places, or 429 when it holds them all; a place that cannot be counted is not (fail open). */
+  async function takePlace(client: string, reply: FastifyReply): Promise<GiveBack> {
+    if (perClient === 0) return nothingToGiveBack;
+    let giveBack: GiveBack | null;
+    try {
+      giveBack = await app.streamPlaces.take(client, perClient);
+    } catch {
+      return nothingToGiveBack;
+    }
+    if (giveBack === null) throw refuse(reply, rateLimited());
+    return giveBack;
+  }
 
   app.get(
     '/events',
@@ -67,17 +88,17 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       reply.header('connection', 'close');
       const filter = await filterOf(request);
       const resumeAfter = request.query.lastEventId ?? request.headers['last-event-id'];
-      const client = clientKey(request);
-      const refusal = dispatcher.admit(client);
-      if (refusal !== null) {
-        reply.header('retry-after', RETRY_AFTER_SECONDS);
-        throw refusal === 'client' ? rateLimited() : new HttpError(503, { streams: ['too many open, retry later'] });
+      const givePlace = await takePlace(clientKey(request), reply);
+      if (!dispatcher.admit()) {
+        givePlace();
+        throw refuse(reply, new HttpError(503, { streams: ['too many open, retry later'] }));
       }
 
       const stream = new EventStream(filter, reply.raw, dispatcher.buffers, { heartbeatMs, resuming: resumeAfter !== undefined });
       stream.body.on('close', () => {
         dispatcher.unsubscribe(stream);
-        dispatcher.release(client);
+        dispatcher.release();
+        givePlace();
       });
       let live: StreamPosition;
       let missedAfter: StreamPosition | null = null;
