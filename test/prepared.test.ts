@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
-import { beforeAll, describe, expect, it } from 'vitest';
-import type { Executor } from '../src/db/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DatabaseHandle, type Executor, openDatabase } from '../src/db/index.js';
+import { migrateToLatest } from '../src/db/migrate.js';
 import { preparedQuery } from '../src/db/prepared.js';
-import { DATABASES, scratchHandle } from './support/app.js';
+import { createScratchDatabase, DATABASES, type ScratchDatabase, scratchHandle, testConfig } from './support/app.js';
 
 interface TagValues {
   name?: string;
@@ -85,3 +86,41 @@ for (const kind of DATABASES) {
     });
   });
 }
+
+describe.runIf(DATABASES.includes('postgres'))('prepared queries on PostgreSQL', () => {
+  let scratch: ScratchDatabase;
+  let handle: DatabaseHandle;
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('postgres');
+    // Two connections: one for reads, one for writes, so every read below runs on the same session.
+    handle = openDatabase(testConfig(scratch.url, { DATABASE_POOL_SIZE: '2' }).database);
+    await migrateToLatest(handle);
+  });
+
+  afterAll(async () => {
+    await handle?.destroy();
+    await scratch?.drop();
+  });
+
+  const namedOnSession = async () =>
+    (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(handle.db)).rows.map((row) => row.statement);
+
+  it('sends its texts as named statements, parsed once per connection, at most 64 of them on one connection', async () => {
+    const tags = preparedQuery(build);
+    for (let limit = 1; limit <= 70; limit++) {
+      expect(await tags.execute(handle.db, { minimum: limit % 3 }, limit)).toEqual(
+        await build(handle.db, { minimum: limit % 3 }, limit).execute(),
+      );
+    }
+    const named = await namedOnSession();
+    expect(named).toHaveLength(64);
+    expect(named).toContain(tags.compile(handle.db, { minimum: 1 }, 1).sql);
+    expect(named).not.toContain(tags.compile(handle.db, { minimum: 1 }, 70).sql);
+    // Past the bound a text still runs, unnamed, with its own values.
+    expect(await tags.execute(handle.db, { name: 'none' }, 70)).toEqual([]);
+    // A text built afresh, not prepared, is never named.
+    await build(handle.db, { above: 1 }, 5).execute();
+    expect(await namedOnSession()).not.toContain(build(handle.db, { above: 1 }, 5).compile().sql);
+  });
+});

@@ -1,12 +1,14 @@
 import type { Compilable, CompiledQuery } from 'kysely';
 import { setWithin } from '../bounded-map.js';
 import { dialectOf, type Executor } from './index.js';
+import { nameStatement } from './statement-names.js';
 
 /**
  * Kysely builds a query as a tree of frozen nodes and compiles the tree to text on every call: on a list page that
  * was about a fifth of the request's CPU, for text that only a handful of shapes ever produce. A prepared query is
  * built and compiled once per shape, with a stand-in for each value, and later runs the same text with the values
- * of the call put where the stand-ins went. The same text each time also lets the drivers reuse their statements.
+ * of the call put where the stand-ins went. The same text each time also lets the drivers reuse their statements
+ * (SQLite's statement cache, PostgreSQL's named statements: statement-names.ts).
  *
  * A shape is what changes the text: the dialect, which values are given (undefined and null are "not given", and
  * build as such), and `shape`, what the query writes into its text rather than binding (a page size). So `build`
@@ -57,6 +59,7 @@ export function preparedQuery<Values extends object, Row, Shape extends number |
         parameter instanceof StandIn ? { value: parameter.value } : { constant: parameter },
       );
       found = { query, sources };
+      if (dialectOf(db) === 'postgres') nameStatement(query.sql);
       setWithin(templates, SHAPES_PER_QUERY, key, found);
     }
     return found;

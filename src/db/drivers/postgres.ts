@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../config.js';
 import type { Database } from '../schema.js';
+import { statementName } from '../statement-names.js';
 
 /** Where the database reports trouble that no request is waiting to hear about; the app passes its logger. */
 export interface DatabaseLog {
@@ -17,6 +18,29 @@ const getTypeParser = ((oid: number, format?: string) =>
 type PostgresConfig = Extract<DatabaseConfig, { kind: 'postgres' }>;
 
 /**
+ * Named statements a connection keeps at most: each holds memory in its PostgreSQL backend for as long as the
+ * connection lives. Past it, a text goes unnamed on that connection.
+ */
+const STATEMENTS_PER_CONNECTION = 64;
+
+/** Sends the texts that have a name (statement-names.ts) as named statements, parsed once per connection. */
+class NamingClient extends pg.Client {
+  private readonly named = new Set<string>();
+
+  // biome-ignore lint/suspicious/noExplicitAny: one override for all of pg's overloads, which it passes on untouched
+  override query(config: any, values?: any, callback?: any): any {
+    if (typeof config === 'string' && Array.isArray(values) && callback === undefined) {
+      const name = statementName(config);
+      if (name !== undefined && (this.named.has(name) || this.named.size < STATEMENTS_PER_CONNECTION)) {
+        this.named.add(name);
+        return super.query({ name, text: config, values });
+      }
+    }
+    return super.query(config, values, callback);
+  }
+}
+
+/**
  * The connections kept for requests that write: a quarter of the pool, at least one. Writes are short and few beside
  * reads; what they must not do is wait behind every read queued for a connection (under a read load that filled the
  * pool, a favorite waited its turn three times, p50 160 ms, for a few milliseconds of work).
@@ -27,6 +51,7 @@ function openPool(config: PostgresConfig, max: number, log?: DatabaseLog) {
   const pool = new pg.Pool({
     connectionString: config.url,
     max,
+    Client: NamingClient,
     connectionTimeoutMillis: config.connectTimeoutMs,
     // Sent when the connection opens, so it is the session's default: a statement never starts without it, and
     // `reset statement_timeout` comes back to it after a migration lifts it (migrate.ts). 0 sends nothing.
