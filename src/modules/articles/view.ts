@@ -3,11 +3,11 @@ import type { Executor } from '../../db/index.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import { moderationState, toIso } from '../../schemas.js';
-import { type Screening, separatedFrom } from '../profiles/blocks.js';
+import type { Screening } from '../profiles/blocks.js';
 import { followedByViewer, toProfile } from '../profiles/queries.js';
 import { currentState } from './lifecycle.js';
 import { byCodePoint } from './tags.js';
-import { visibleTo } from './visibility.js';
+import { type ReaderValues, reachableArticles, readerValues } from './visibility.js';
 
 type ArticleScope = ExpressionBuilder<Database, 'articles' | 'users'>;
 
@@ -87,36 +87,15 @@ export async function getArticleAnswer(
   screener: Screening | null = null,
   moderator = false,
 ) {
-  const now = Date.now();
-  const [row] = await articleAnswer.execute(db, {
-    ...where,
-    now,
-    viewerId: viewerId ?? undefined,
-    separatedFrom: screener?.viewerId,
-    moderator: moderator || undefined,
-  });
-  return row === undefined ? undefined : { article: { ...toSummary(row, now), body: row.body } };
-}
-
-interface ArticleValues {
-  slug?: string;
-  id?: number;
-  now: number;
-  viewerId?: number;
-  /** The viewer whose blocks (either way) hide the article's author. */
-  separatedFrom?: number;
-  moderator?: true;
+  const reader = readerValues(viewerId, screener, moderator);
+  const [row] = await articleAnswer.execute(db, { ...where, ...reader });
+  return row === undefined ? undefined : { article: { ...toSummary(row, reader.now), body: row.body } };
 }
 
 /** One article with its body: read on every article page, so built once per shape (db/prepared.ts). */
-const articleAnswer = preparedQuery((db: Executor, values: ArticleValues) => {
-  const viewerId = values.viewerId ?? null;
-  const base = db
-    .selectFrom('articles')
-    .where((eb) => visibleTo(eb, viewerId, values.now, values.moderator !== undefined))
-    .$if(values.separatedFrom !== undefined, (query) =>
-      query.where('articles.author_id', 'not in', separatedFrom(db, values.separatedFrom!)),
-    );
-  const query = values.slug !== undefined ? base.where('articles.slug', '=', values.slug) : base.where('articles.id', '=', values.id!);
-  return withArticleView(query, viewerId).select('articles.body');
+const articleAnswer = preparedQuery((db: Executor, values: ReaderValues & { slug?: string; id?: number }) => {
+  const reachable = reachableArticles(db, values);
+  const query =
+    values.slug !== undefined ? reachable.where('articles.slug', '=', values.slug) : reachable.where('articles.id', '=', values.id!);
+  return withArticleView(query, values.viewerId ?? null).select('articles.body');
 });

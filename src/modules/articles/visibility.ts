@@ -1,6 +1,7 @@
 import { type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import type { ArticleStatus, Database } from '../../db/schema.js';
+import { type Screening, separatedFrom } from '../profiles/blocks.js';
 
 /**
  * Who may see an article, in one place. `listed_at` (computed by the database, migration 0013) is when the article
@@ -76,3 +77,28 @@ export function visibleTo(eb: ExpressionBuilder<Database, 'articles'>, viewerId:
   if (viewerId === null) return publicAt(eb, now);
   return eb.or([publicAt(eb, now), eb('articles.author_id', '=', viewerId)]) as ReturnType<typeof publicAt> & SqlBool;
 }
+
+/** Who reads an article by its link, as a prepared query (db/prepared.ts) binds it. */
+export interface ReaderValues {
+  now: number;
+  viewerId?: number;
+  /** The viewer whose blocks, either way, hide the article's author (a screening viewer's reads). */
+  separatedFrom?: number;
+  moderator?: true;
+}
+
+export const readerValues = (viewerId: number | null, screener: Screening | null, moderator: boolean): ReaderValues => ({
+  now: Date.now(),
+  viewerId: viewerId ?? undefined,
+  separatedFrom: screener?.viewerId,
+  moderator: moderator || undefined,
+});
+
+/** The articles this reader reaches by their link: visibleTo, less the authors a block separates from them. */
+export const reachableArticles = (db: Executor, reader: ReaderValues) =>
+  db
+    .selectFrom('articles')
+    .where((eb) => visibleTo(eb, reader.viewerId ?? null, reader.now, reader.moderator !== undefined))
+    .$if(reader.separatedFrom !== undefined, (query) =>
+      query.where('articles.author_id', 'not in', separatedFrom(db, reader.separatedFrom!)),
+    );

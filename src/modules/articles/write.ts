@@ -1,11 +1,12 @@
 import { uniqueViolation } from '../../db/constraints.js';
 import { dialectOf, type Executor } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import { inTransaction, type Precondition } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { toIso } from '../../schemas.js';
 import { appendEvent, changeWithEvent, mentionOf } from '../events/outbox.js';
 import { appendAudit } from '../moderation/records.js';
-import { noBlockBetween, type Screening, separatedFrom } from '../profiles/blocks.js';
+import { noBlockBetween, type Screening } from '../profiles/blocks.js';
 import { toProfile } from '../profiles/queries.js';
 import { keepEditedRevision, keepRevision } from '../revisions/queries.js';
 import type { Account } from '../users/queries.js';
@@ -14,7 +15,7 @@ import type { ArticleChanges, NewArticle } from './schemas.js';
 import { slugify, suffixed } from './slug.js';
 import { byCodePoint, normalizeTags } from './tags.js';
 import { getArticleAnswer } from './view.js';
-import { listedAt, visibleTo, WITHHELD, withheldFor } from './visibility.js';
+import { listedAt, type ReaderValues, reachableArticles, readerValues, WITHHELD, withheldFor } from './visibility.js';
 
 const SLUG_ATTEMPTS = 5;
 
@@ -27,15 +28,23 @@ export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
  * for everyone but its author. With `screener` (profiles/blocks.ts), also when a block separates the viewer from its
  * author: for reads; a write across a block is refused by the write itself (403).
  */
-export function findArticleRef(db: Executor, slug: string, viewerId: number | null, screener: Screening | null = null, moderator = false) {
-  return db
-    .selectFrom('articles')
-    .select(['id', 'slug', 'author_id', 'title', 'status', 'publish_at', 'published_at', 'withheld', 'created_at', 'updated_at'])
-    .where('slug', '=', slug)
-    .where((eb) => visibleTo(eb, viewerId, Date.now(), moderator))
-    .$if(screener !== null, (query) => query.where('articles.author_id', 'not in', separatedFrom(db, screener!.viewerId)))
-    .executeTakeFirst();
+export async function findArticleRef(
+  db: Executor,
+  slug: string,
+  viewerId: number | null,
+  screener: Screening | null = null,
+  moderator = false,
+) {
+  const [article] = await articleRef.execute(db, { slug, ...readerValues(viewerId, screener, moderator) });
+  return article;
 }
+
+/** Before every comment list, favorite and comment: built once per shape (db/prepared.ts). */
+const articleRef = preparedQuery((db: Executor, values: ReaderValues & { slug: string }) =>
+  reachableArticles(db, values)
+    .select(['id', 'slug', 'author_id', 'title', 'status', 'publish_at', 'published_at', 'withheld', 'created_at', 'updated_at'])
+    .where('slug', '=', values.slug),
+);
 
 export type ArticleRef = NonNullable<Awaited<ReturnType<typeof findArticleRef>>>;
 

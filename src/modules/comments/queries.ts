@@ -1,12 +1,13 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { moderationState, toIso } from '../../schemas.js';
 import { type Actor, type ArticleRef, findArticleRef, isPublicNow } from '../articles/write.js';
 import { appendEvent, mentionOf } from '../events/outbox.js';
-import { noBlockBetween, type Screening, screenedAuthors } from '../profiles/blocks.js';
+import { noBlockBetween, type ScreenedList, type Screening, screenedAmong, screenedList } from '../profiles/blocks.js';
 import { followedByViewer, presentTo, toProfile } from '../profiles/queries.js';
 
 /** What a comment answer shows of the comment and its author. */
@@ -35,15 +36,40 @@ export function shownTo(
   viewerId: number | null,
   moderator = false,
 ): Expression<SqlBool> {
-  if (moderator || viewerId === article.author_id) return eb.lit(true).$castTo<SqlBool>();
+  return shownToViewer(eb, viewerId, moderator || viewerId === article.author_id);
+}
+
+/** `shownTo` once it is known whether the viewer sees every comment of the article. */
+function shownToViewer(eb: ExpressionBuilder<Database, 'comments'>, viewerId: number | null, seesHidden: boolean): Expression<SqlBool> {
+  if (seesHidden) return eb.lit(true).$castTo<SqlBool>();
   return eb.or([eb('comments.hidden_reason', 'is', null), ...(viewerId === null ? [] : [eb('comments.author_id', '=', viewerId)])]);
 }
 
+interface CommentListValues {
+  articleId: number;
+  viewerId?: number;
+  /** A moderator, or the article's author (shownTo). */
+  seesHidden?: true;
+  screened?: ScreenedList;
+}
+
 /**
- * All comments of an article with their authors, oldest first, in one query; those of leaving accounts left out,
- * those of the authors the viewer screens (profiles/blocks.ts) when `screener` screens anyone, and hidden ones but
- * for whom `shownTo` shows them.
+ * All comments of an article with their authors, oldest first, in one query built once per shape (db/prepared.ts);
+ * those of leaving accounts left out, those of the authors the viewer screens (profiles/blocks.ts) when they screen
+ * anyone, and hidden ones but for whom `shownTo` shows them.
  */
+const commentList = preparedQuery((db: Executor, values: CommentListValues) => {
+  const viewerId = values.viewerId ?? null;
+  return commentsWithAuthors(db)
+    .select((eb) => followedByViewer(eb, viewerId).as('following'))
+    .where('comments.article_id', '=', values.articleId)
+    .where((eb) => presentTo(eb, viewerId))
+    .where((eb) => shownToViewer(eb, viewerId, values.seesHidden !== undefined))
+    .$if(values.screened !== undefined, (query) => query.where('comments.author_id', 'not in', screenedAmong(db, values.screened!)))
+    .orderBy('comments.created_at')
+    .orderBy('comments.id');
+});
+
 async function listComments(
   db: Executor,
   article: Pick<ArticleRef, 'id' | 'author_id'>,
@@ -51,15 +77,12 @@ async function listComments(
   screener: Screening | null,
   moderator: boolean,
 ) {
-  const rows = await commentsWithAuthors(db)
-    .select((eb) => followedByViewer(eb, viewerId).as('following'))
-    .where('comments.article_id', '=', article.id)
-    .where((eb) => presentTo(eb, viewerId))
-    .where((eb) => shownTo(eb, article, viewerId, moderator))
-    .$if(screener !== null, (query) => query.where('comments.author_id', 'not in', screenedAuthors(db, screener!)))
-    .orderBy('comments.created_at')
-    .orderBy('comments.id')
-    .execute();
+  const rows = await commentList.execute(db, {
+    articleId: article.id,
+    viewerId: viewerId ?? undefined,
+    seesHidden: moderator || viewerId === article.author_id || undefined,
+    screened: screener === null ? undefined : screenedList(db, screener),
+  });
   return rows.map((row) => toComment(row, toProfile(row)));
 }
 

@@ -95,10 +95,9 @@ export async function areSeparated(db: Executor, userId: number, other: number):
  * `blocking` and `muting` as the viewer sees the `users` row of the outer query; both false without a query for a
  * viewer who screens nobody.
  */
-export function screeningFlags(eb: ExpressionBuilder<Database, 'users'>, db: Executor, screener: Screening | null) {
-  if (screener === null) return [eb.lit(false).$castTo<SqlBool>().as('blocking'), eb.lit(false).$castTo<SqlBool>().as('muting')];
-  const viewer = screener.viewerId;
-  return [eb('users.id', 'in', blockedBy(db, viewer)).as('blocking'), eb('users.id', 'in', mutedBy(db, viewer)).as('muting')];
+export function screeningFlags(eb: ExpressionBuilder<Database, 'users'>, db: Executor, screenerId: number | undefined) {
+  if (screenerId === undefined) return [eb.lit(false).$castTo<SqlBool>().as('blocking'), eb.lit(false).$castTo<SqlBool>().as('muting')];
+  return [eb('users.id', 'in', blockedBy(db, screenerId)).as('blocking'), eb('users.id', 'in', mutedBy(db, screenerId)).as('muting')];
 }
 
 export type Screen = 'block' | 'mute';

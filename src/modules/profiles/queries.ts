@@ -1,5 +1,6 @@
 import type { ExpressionBuilder, SqlBool } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import { usernameKey } from '../../identity.js';
 import { changeWithEvent } from '../events/outbox.js';
@@ -66,12 +67,23 @@ export const toViewedProfile = (row: Parameters<typeof toProfile>[0] & Pick<Prof
  * One indexed lookup, with whether the viewer follows this user, and blocks or mutes them when `screener` (the
  * viewer, profiles/blocks.ts) screens anyone; undefined for an account leaving, to all but itself.
  */
-export function findProfile(
+export async function findProfile(
   db: Executor,
   username: string,
   viewerId: number | null,
   screener: Screening | null = null,
 ): Promise<ProfileRow | undefined> {
+  const [profile] = await profileByKey.execute(db, {
+    usernameKey: usernameKey(username),
+    viewerId: viewerId ?? undefined,
+    screenerId: screener?.viewerId,
+  });
+  return profile;
+}
+
+/** Built once per shape (db/prepared.ts): behind every profile page and every author filter's 404 check. */
+const profileByKey = preparedQuery((db: Executor, values: { usernameKey: string; viewerId?: number; screenerId?: number }) => {
+  const viewerId = values.viewerId ?? null;
   return db
     .selectFrom('users')
     .select((eb) => [
@@ -81,12 +93,11 @@ export function findProfile(
       'users.image',
       'users.profile_updated_at',
       followedByViewer(eb, viewerId).as('following'),
-      ...screeningFlags(eb, db, screener),
+      ...screeningFlags(eb, db, values.screenerId),
     ])
-    .where('users.username_key', '=', usernameKey(username))
-    .where((eb) => presentTo(eb, viewerId))
-    .executeTakeFirst();
-}
+    .where('users.username_key', '=', values.usernameKey)
+    .where((eb) => presentTo(eb, viewerId));
+});
 
 export type FollowParty = Pick<ProfileRow, 'id' | 'username' | 'bio' | 'image'>;
 
