@@ -70,9 +70,10 @@ function lastModified(shown: number, lastWrite: number | null, retentionMs: numb
 }
 
 /**
- * Each row with its rendered body: newest first while the budget lasts; an article that would overrun it (and those
- * after it) gets none, and is shown by its description and a link. Decided by each body's cost, which depends on the
- * body alone, so the answer, and its ETag, do not depend on what happens to be cached.
+ * Each row with its rendered body: newest first while the budget lasts; an article that would overrun it gets none,
+ * and is shown by its description and a link, and so are those after it, since finding out spent what was left.
+ * Decided by each body's cost, which depends on the body alone, so the answer, and its ETag, do not depend on what
+ * happens to be cached.
  */
 function withinRenderBudget<Row>(
   rows: Row[],
