@@ -77,13 +77,14 @@ function budgetTables(md: Markdown): void {
 
 /**
  * What rendering a body costs, in units of one character of markdown. The work a body does depends on what its
- * characters make, not on how many there are (100,000 characters of one-letter list items took 6 times as long as
- * prose), so the parser's steps, its skips, the tokens it makes, the links it resolves and the markup the sanitizer
- * then reads are counted too, as they happen. A step is one try of the parser's rules at one place (a block, or a
- * position in a line): a body of `[` takes 200,000 while making no token. A skip is one token passed over while
- * looking for the end of a link's text, up to 100 levels deep for `[[[` (remembered per place, but each one is a
- * call): a body of `[` makes 10 million. The sanitizer parses each tag and character reference in JavaScript. The
- * weights come from timing bodies made of each kind of markdown (docs/FEEDS.md).
+ * characters make, not on how many there are (100,000 characters of one-letter list items took 8-10 times as long as
+ * prose, of `![` 25 times), so the parser's steps, its skips, the tokens it makes, the links it resolves and the
+ * markup the sanitizer then reads are counted too, as they happen. A step is one try of the parser's rules at one
+ * place (a block, a line of a paragraph, quote or list, or a position in a line): a body of `[` takes 200,000 while
+ * making no token. A skip is one token passed over while looking for the end of a link's text, up to 100 levels deep
+ * for `[[[` (remembered per place, but each one is a call): a body of `[` makes 10 million. The sanitizer parses
+ * each tag and character reference in JavaScript. The weights come from timing bodies made of each kind of markdown
+ * (docs/FEEDS.md).
  */
 export const RENDER_COST = { character: 1, step: 16, skip: 1, token: 8, link: 128, markup: 32 } as const;
 
@@ -127,10 +128,17 @@ function metered<State extends new (...args: any[]) => { push(type: string, tag:
  * are made outside the parser states).
  */
 function meterWork(md: Markdown): void {
-  md.block.ruler.before(md.block.ruler.__rules__[0]!.name, 'render_cost', () => {
-    spend(RENDER_COST.step);
-    return false;
-  });
+  // Also asked, line by line, whether a block ends a paragraph, a quote or a list: a paragraph of 50,000 short lines
+  // is one block, but its lines are tried as many times.
+  md.block.ruler.before(
+    md.block.ruler.__rules__[0]!.name,
+    'render_cost',
+    () => {
+      spend(RENDER_COST.step);
+      return false;
+    },
+    { alt: ['paragraph', 'reference', 'blockquote', 'list'] },
+  );
   md.inline.ruler.before(md.inline.ruler.__rules__[0]!.name, 'render_cost', () => {
     spend(RENDER_COST.step);
     return false;
