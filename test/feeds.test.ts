@@ -240,21 +240,38 @@ describeEachDatabase(
       expect(before[1]!.headers['last-modified']).toBeDefined();
     });
 
-    it('renders at most 100,000 characters of bodies per answer, and shows the rest by description and link', async () => {
+    it('renders bodies while the work budget of the answer lasts, and shows the rest by description and link', async () => {
       const author = await registerUser(app(), 'long');
-      const long = (word: string) => `${word} `.repeat(12_000);
+      // 16,000 characters of list items each: one costs more than half the budget, as 100,000 characters of prose would.
+      const long = (word: string) => `- ${word}\n`.repeat(2000);
       const older = await createArticle(app(), author.token, { description: 'Older & <longer>', body: long('older') });
       const newer = await createArticle(app(), author.token, { body: long('newer') });
       const items = (await allFormats(app(), `/feeds/authors/${author.username}/articles`)).items;
       expect(items.map((item) => item.title)).toEqual([newer.title, older.title]);
-      expect(items[0]!.html).toContain('newer newer');
-      expect(items[1]!.html).not.toContain('older older');
+      expect(items[0]!.html).toContain('<li>newer</li>');
+      expect(items[1]!.html).not.toContain('older');
       const shown = elementsOf(parseFragment(items[1]!.html));
       expect(shown.map((element) => element.tagName)).toEqual(['p', 'p', 'a']);
       expect(parseFragment(items[1]!.html).childNodes.map((node) => ('childNodes' in node ? node.childNodes : []))[0]).toMatchObject([
         { value: 'Older & <longer>' },
       ]);
       expect(shown[2]!.attrs).toEqual([{ name: 'href', value: `${FRONTEND}/#/article/${older.slug}` }]);
+    });
+
+    it('shows a body of 100,000 characters of markup by its description and link, and long prose whole', async () => {
+      const author = await registerUser(app(), 'dense');
+      const prose = await createArticle(app(), author.token, { body: 'Plain words, one after another. '.repeat(3000) });
+      const dense = await createArticle(app(), author.token, { description: 'Emphasis', body: '*a* '.repeat(25_000) });
+      const items = (await allFormats(app(), `/feeds/authors/${author.username}/articles`)).items;
+      expect(items.map((item) => item.title)).toEqual([dense.title, prose.title]);
+      expect(items[0]!.html).not.toContain('<em>');
+      expect(elementsOf(parseFragment(items[0]!.html)).map((element) => element.tagName)).toEqual(['p', 'p', 'a']);
+      expect(items[0]!.html).toContain(`${FRONTEND}/#/article/${dense.slug}`);
+
+      // Alone in its feed, the prose (96,000 characters, as long as the dense body) is rendered.
+      await call(app(), 'DELETE', `/api/articles/${dense.slug}`, { token: author.token });
+      const alone = (await allFormats(app(), `/feeds/authors/${author.username}/articles`)).items;
+      expect(alone[0]!.html).toMatch(/^<p>Plain words, one after another\. .* one after another\.<\/p>$/s);
     });
 
     it('keeps an item id when the title, and with it the slug and link, change', async () => {

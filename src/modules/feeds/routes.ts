@@ -11,7 +11,7 @@ import { currentState } from '../articles/lifecycle.js';
 import { toSummary } from '../articles/view.js';
 import { type FeedDocument, type FeedEntry, toAtom, toJsonFeed, toRss } from './formats.js';
 import { type FeedScope, feedArticles, findAuthor, findTag, lastRecordedWrite } from './queries.js';
-import { createBodyRenderer, feedText } from './render.js';
+import { createBodyRenderer, feedText, RENDER_BUDGET, type RenderedBody } from './render.js';
 import { AtomResponse, AuthorParams, JsonFeedResponse, RssResponse, TagParams } from './schemas.js';
 
 type FeedRow = Awaited<ReturnType<typeof feedArticles>>[number];
@@ -70,24 +70,20 @@ function lastModified(shown: number, lastWrite: number | null, retentionMs: numb
 }
 
 /**
- * Characters of markdown one feed answer renders. Rendering and sanitizing runs on the event loop at about 0.3-0.7 ms
- * per 1,000 characters of prose (a 100,000-character body: 26-66 ms, docs/FEEDS.md), so twenty of the longest bodies
- * would hold every other request for one to two seconds. Tables are bounded by their cells (render.ts); a body made
- * of one-letter list items or emphasis costs 3-6 times prose. Twenty articles of ordinary length fit many times over.
+ * Each row with its rendered body: newest first while the budget lasts; an article that would overrun it gets none,
+ * and is shown by its description and a link, and so are those after it, since finding out spent what was left.
+ * Decided by each body's cost, which depends on the body alone, so the answer, and its ETag, do not depend on what
+ * happens to be cached.
  */
-const RENDER_BUDGET = 100_000;
-
-/**
- * Each row with whether its body is rendered: newest first while the budget lasts; an article that would overrun it
- * (and those after it) is shown by its description and a link. Decided by length alone, so the answer, and its ETag,
- * do not depend on what happens to be cached.
- */
-function withinRenderBudget<Row extends { body: string }>(rows: Row[]): Array<[Row, boolean]> {
+function withinRenderBudget<Row>(
+  rows: Row[],
+  render: (row: Row, budget: number) => RenderedBody | undefined,
+): Array<[Row, string | undefined]> {
   let left = RENDER_BUDGET;
   return rows.map((row) => {
-    const rendered = row.body.length <= left;
-    left = rendered ? left - row.body.length : 0;
-    return [row, rendered];
+    const body = left >= 0 ? render(row, left) : undefined;
+    left = body === undefined ? -1 : left - body.cost;
+    return [row, body?.html];
   });
 }
 
@@ -108,12 +104,12 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
    */
   const publishedAt = (row: FeedRow) => currentState(row, Date.now()).published_at ?? row.created_at;
 
-  const entryOf = (row: FeedRow, rendered: boolean): FeedEntry => ({
+  const entryOf = (row: FeedRow, html: string | undefined): FeedEntry => ({
     id: entryId(host, row),
     url: links.article(row.slug),
     title: feedText(row.title),
     summary: feedText(row.description),
-    html: rendered ? renderBody(row) : summaryHtml(row.description, links.article(row.slug)),
+    html: html ?? summaryHtml(row.description, links.article(row.slug)),
     published: publishedAt(row),
     updated: row.updated_at,
     author: { name: row.username, url: links.profile(row.username), avatar: row.image },
@@ -148,7 +144,7 @@ export const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
             selfUrl: `${origin(request)}${resolved.path}.${extension}`,
             updated: shown,
             author: resolved.author,
-            entries: withinRenderBudget(rows).map(([row, rendered]) => entryOf(row, rendered)),
+            entries: withinRenderBudget(rows, renderBody).map(([row, html]) => entryOf(row, html)),
           };
           const modified = lastModified(shown, lastWrite, retention.eventsMs, Date.now());
           if (modified !== undefined) setLastModified(reply, modified);
