@@ -13,7 +13,8 @@ import { nameStatement } from './statement-names.js';
  * A shape is what changes the text: the dialect, which values are given (undefined and null are "not given", and
  * build as such), and `shape`, what the query writes into its text rather than binding (a page size). So `build`
  * must use a value only as a bound value or for whether it is given: never compute with it, compare it, or read
- * the clock or anything else outside its arguments, since whatever it reads is kept for every later call.
+ * the clock or anything else outside its arguments, since whatever it reads is kept for every later call. A text
+ * is kept whichever executor built it: plugins that rewrite queries would not see the later calls (the app has none).
  */
 export interface PreparedQuery<Values extends object, Shape, Row> {
   execute(db: Executor, values: Values, ...shape: ShapeArgument<Shape>): Promise<Row[]>;
@@ -36,7 +37,10 @@ class StandIn {
   constructor(readonly value: string) {}
 }
 
-/** Texts kept per prepared query: every page size of every filter combination, on both dialects, fits. */
+/**
+ * Texts kept per prepared query. The shapes real traffic uses fit many times over; a client that cycles through rare
+ * ones (every page size with every filter) makes the oldest be built again, at the cost every call paid before.
+ */
 const SHAPES_PER_QUERY = 512;
 
 const isGiven = (value: unknown) => value !== undefined && value !== null;
