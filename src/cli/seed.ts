@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { sql } from 'kysely';
 import { dialectOf, type Executor } from '../db/index.js';
 import { countTriggers } from '../db/migrations/0005_counts_by_triggers.js';
+import { ANALYZE_STATEMENTS } from '../db/statistics.js';
 import { identityKey, lookingUnlikeAny, usernameKey, usernameSkeleton } from '../identity.js';
 import { slugify } from '../modules/articles/slug.js';
 import { normalizeTags } from '../modules/articles/tags.js';
@@ -490,6 +491,6 @@ export async function seedDatabase(db: Executor, options: SeedOptions, progress:
     };
   });
   // Fresh statistics at once: until autovacuum gets to it, PostgreSQL would plan the feed on an empty table's.
-  await sql`analyze`.execute(db);
+  for (const statement of ANALYZE_STATEMENTS[dialectOf(db)]) await sql.raw(statement).execute(db);
   return result;
 }

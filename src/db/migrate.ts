@@ -23,6 +23,7 @@ import { confusablesUnicode17 } from './migrations/0019_confusables_unicode_17.j
 import { webhookFairShare } from './migrations/0020_webhook_fair_share.js';
 import { profileTime } from './migrations/0021_profile_time.js';
 import { screenedIds } from './migrations/0022_screened_ids.js';
+import { withoutSqliteSamples } from './migrations/0023_without_sqlite_samples.js';
 import { databaseMisconfiguration } from './misconfigured.js';
 
 /**
@@ -53,6 +54,7 @@ export function createMigrator({ db, dialect }: DatabaseHandle, progress: Migrat
     '0020_webhook_fair_share': webhookFairShare,
     '0021_profile_time': profileTime,
     '0022_screened_ids': screenedIds(dialect),
+    '0023_without_sqlite_samples': withoutSqliteSamples(dialect),
   };
   return new Migrator({
     db,
