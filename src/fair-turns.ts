@@ -1,3 +1,5 @@
+import { HeldCounts } from './held-counts.js';
+
 /** Why a client's work was not queued: it holds as much as it may, or the queue as much as it may. */
 export type TurnRefusal = 'client' | 'full';
 
@@ -14,7 +16,7 @@ export class FairTurns {
   /** Clients with work waiting, in the order their turns come: a Map keeps insertion order. */
   private readonly waiting = new Map<string, Array<() => void>>();
   /** Pieces each client holds, running or waiting. */
-  private readonly held = new Map<string, number>();
+  private readonly held = new HeldCounts();
 
   constructor(
     private readonly capacity: number,
@@ -24,10 +26,12 @@ export class FairTurns {
 
   /** `work`'s answer once it has had its turn, or the refusal, at once, when it cannot be queued. */
   run<T>(client: string, work: () => Promise<T>): Promise<T> | TurnRefusal {
-    const holding = this.held.get(client) ?? 0;
-    if (holding >= this.perClient) return 'client';
-    if (this.total >= this.heldMax) return 'full';
-    this.held.set(client, holding + 1);
+    if (!this.held.take(client, this.perClient)) return 'client';
+    if (this.total >= this.heldMax) {
+      // Taken first so that a client at its share hears 'client' even from a full queue: its own excess, not others'.
+      this.held.give(client);
+      return 'full';
+    }
     this.total++;
     return this.inTurn(client, work);
   }
@@ -42,9 +46,7 @@ export class FairTurns {
       }
     } finally {
       this.total--;
-      const holding = this.held.get(client)! - 1;
-      if (holding === 0) this.held.delete(client);
-      else this.held.set(client, holding);
+      this.held.give(client);
     }
   }
 

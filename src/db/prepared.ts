@@ -18,6 +18,7 @@ import { nameStatement } from './statement-names.js';
  */
 export interface PreparedQuery<Values extends object, Shape, Row> {
   execute(db: Executor, values: Values, ...shape: ShapeArgument<Shape>): Promise<Row[]>;
+  executeTakeFirst(db: Executor, values: Values, ...shape: ShapeArgument<Shape>): Promise<Row | undefined>;
   /** The query text and parameters `execute` sends, for tests that hold it to a query built afresh. */
   compile(db: Executor, values: Values, ...shape: ShapeArgument<Shape>): CompiledQuery<Row>;
 }
@@ -51,7 +52,8 @@ export function preparedQuery<Values extends object, Row, Shape extends number |
   const templates = new Map<string, Template<Row>>();
 
   function template(db: Executor, values: Values, shape: Shape): Template<Row> {
-    let key = `${dialectOf(db)}|${shape}|`;
+    const dialect = dialectOf(db);
+    let key = `${dialect}|${shape}|`;
     for (const name in values) if (isGiven(values[name])) key += `${name},`;
     let found = templates.get(key);
     if (found === undefined) {
@@ -63,7 +65,7 @@ export function preparedQuery<Values extends object, Row, Shape extends number |
         parameter instanceof StandIn ? { value: parameter.value } : { constant: parameter },
       );
       found = { query, sources };
-      if (dialectOf(db) === 'postgres') nameStatement(query.sql);
+      if (dialect === 'postgres') nameStatement(query.sql);
       setWithin(templates, SHAPES_PER_QUERY, key, found);
     }
     return found;
@@ -76,10 +78,15 @@ export function preparedQuery<Values extends object, Row, Shape extends number |
     return { ...query, parameters };
   }
 
+  async function execute(db: Executor, values: Values, ...shape: ShapeArgument<Shape>): Promise<Row[]> {
+    return (await db.executeQuery(compile(db, values, ...shape))).rows;
+  }
+
   return {
     compile,
-    async execute(db, values, ...shape) {
-      return (await db.executeQuery(compile(db, values, ...shape))).rows;
+    execute,
+    async executeTakeFirst(db, values, ...shape) {
+      return (await execute(db, values, ...shape))[0];
     },
   };
 }

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { HeldCounts } from '../held-counts.js';
 import { answerWorkers, type PrimaryChannel } from './primary-channel.js';
 
 /** Gives a place back; called once, when what held it (a live event stream) ends. */
@@ -16,27 +17,9 @@ export interface PlaceCounter {
   take(key: string, max: number): Promise<GiveBack | null>;
 }
 
-/** Places held per key; a key leaves the map with its last place, so the map holds no more keys than places held. */
-class HeldPlaces {
-  private readonly held = new Map<string, number>();
-
-  take(key: string, max: number): boolean {
-    const count = this.held.get(key) ?? 0;
-    if (count >= max) return false;
-    this.held.set(key, count + 1);
-    return true;
-  }
-
-  give(key: string): void {
-    const count = (this.held.get(key) ?? 1) - 1;
-    if (count === 0) this.held.delete(key);
-    else this.held.set(key, count);
-  }
-}
-
 /** Places counted in this process: right for one process; with WORKERS, each worker would count on its own. */
 export function placesInProcess(): PlaceCounter {
-  const places = new HeldPlaces();
+  const places = new HeldCounts();
   return {
     take: async (key, max) => (places.take(key, max) ? () => places.give(key) : null),
   };
@@ -58,7 +41,7 @@ interface GiveRequest {
  * place, so that the places of a worker that exits, however it ends, are given back with it.
  */
 export function keepPlacesForWorkers(): void {
-  const places = new HeldPlaces();
+  const places = new HeldCounts();
   const ofWorker = new Map<number, Map<number, string>>();
   const give = (held: Map<number, string>, place: number) => {
     const key = held.get(place);

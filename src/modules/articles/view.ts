@@ -88,7 +88,7 @@ export async function getArticleAnswer(
   moderator = false,
 ) {
   const reader = readerValues(viewerId, screener, moderator);
-  const [row] = await articleAnswer.execute(db, { ...where, ...reader });
+  const row = await articleAnswer.executeTakeFirst(db, { ...where, ...reader });
   return row === undefined ? undefined : { article: { ...toSummary(row, reader.now), body: row.body } };
 }
 

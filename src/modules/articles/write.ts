@@ -28,15 +28,8 @@ export type Actor = Pick<Account, 'id' | 'username' | 'bio' | 'image'>;
  * for everyone but its author. With `screener` (profiles/blocks.ts), also when a block separates the viewer from its
  * author: for reads; a write across a block is refused by the write itself (403).
  */
-export async function findArticleRef(
-  db: Executor,
-  slug: string,
-  viewerId: number | null,
-  screener: Screening | null = null,
-  moderator = false,
-) {
-  const [article] = await articleRef.execute(db, { slug, ...readerValues(viewerId, screener, moderator) });
-  return article;
+export function findArticleRef(db: Executor, slug: string, viewerId: number | null, screener: Screening | null = null, moderator = false) {
+  return articleRef.executeTakeFirst(db, { slug, ...readerValues(viewerId, screener, moderator) });
 }
 
 /** Before every comment list, favorite and comment: built once per shape (db/prepared.ts). */

@@ -67,18 +67,17 @@ export const toViewedProfile = (row: Parameters<typeof toProfile>[0] & Pick<Prof
  * One indexed lookup, with whether the viewer follows this user, and blocks or mutes them when `screener` (the
  * viewer, profiles/blocks.ts) screens anyone; undefined for an account leaving, to all but itself.
  */
-export async function findProfile(
+export function findProfile(
   db: Executor,
   username: string,
   viewerId: number | null,
   screener: Screening | null = null,
 ): Promise<ProfileRow | undefined> {
-  const [profile] = await profileByKey.execute(db, {
+  return profileByKey.executeTakeFirst(db, {
     usernameKey: usernameKey(username),
     viewerId: viewerId ?? undefined,
     screenerId: screener?.viewerId,
   });
-  return profile;
 }
 
 /** Built once per shape (db/prepared.ts): behind every profile page and every author filter's 404 check. */

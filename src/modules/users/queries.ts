@@ -61,9 +61,8 @@ const signedInAccount = preparedQuery((db: Executor, values: { id: number; now: 
     .where(notPurged(values.now)),
 );
 
-export async function findSignedInAccount(db: Executor, id: number) {
-  const [account] = await signedInAccount.execute(db, { id, now: Date.now() });
-  return account;
+export function findSignedInAccount(db: Executor, id: number) {
+  return signedInAccount.executeTakeFirst(db, { id, now: Date.now() });
 }
 
 export function findLoginByEmail(db: Executor, email: string) {
