@@ -91,6 +91,7 @@ const MIGRATIONS = [
   '0020_webhook_fair_share',
   '0021_profile_time',
   '0022_screened_ids',
+  '0023_without_sqlite_samples',
 ];
 
 const SMALL = ['--users', '6', '--articles', '15', '--comments', '25', '--follows', '10', '--favorites', '40'];

@@ -674,6 +674,7 @@ describeEachDatabase(
 
       await withDatabase(ctx().databaseUrl, async (handle) => {
         expect(unwrap(await createMigrator(handle).migrateTo('0017_scheduled_link_keys')).map((result) => result.migrationName)).toEqual([
+          '0023_without_sqlite_samples',
           '0022_screened_ids',
           '0021_profile_time',
           '0020_webhook_fair_share',
