@@ -6,7 +6,9 @@ import type { Dialect } from './index.js';
  * index with samples: every request's statement is then parsed and planned anew (an article with its author took
  * 32 µs instead of 8). The row counts that ANALYZE keeps in sqlite_stat1 are all our plans need, so the samples go.
  */
+export const DROP_SQLITE_SAMPLES = 'drop table if exists sqlite_stat4';
+
 export const ANALYZE_STATEMENTS = {
-  sqlite: ['analyze', 'drop table if exists sqlite_stat4'],
+  sqlite: ['analyze', DROP_SQLITE_SAMPLES],
   postgres: ['analyze'],
 } as const satisfies Record<Dialect, readonly string[]>;

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../index.js';
-import { ANALYZE_STATEMENTS } from '../statistics.js';
+import { DROP_SQLITE_SAMPLES } from '../statistics.js';
 
 /**
  * Drops the value samples that an ANALYZE of an older `conduit seed` (or an operator's own) left in an SQLite file:
@@ -10,8 +10,7 @@ export function withoutSqliteSamples(dialect: Dialect) {
   return {
     async up(db: Kysely<unknown>) {
       if (dialect !== 'sqlite') return;
-      const [, dropSamples] = ANALYZE_STATEMENTS.sqlite;
-      await sql.raw(dropSamples).execute(db);
+      await sql.raw(DROP_SQLITE_SAMPLES).execute(db);
     },
     // The samples are only a cache of the data: ANALYZE gathers them again.
     async down() {},
