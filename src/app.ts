@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type DatabaseHandle, type Executor, openDatabase } from './db/index.js';
-import { migrateToLatest } from './db/migrate.js';
+import { migrateOnStart } from './db/migrate.js';
 import type { FairTurns } from './fair-turns.js';
 import { apiIndexRoutes } from './modules/api-index/routes.js';
 import { articlesRoutes } from './modules/articles/routes.js';
@@ -38,6 +38,7 @@ import { installMetrics } from './plugins/metrics.js';
 import { installOpenApi } from './plugins/openapi.js';
 import { installOverloadProtection, timeoutOptions } from './plugins/overload.js';
 import { installRateLimits, trustProxyOption } from './plugins/rate-limit.js';
+import { installReplicaReads } from './plugins/replica-reads.js';
 import { installSecurityHeaders } from './plugins/security-headers.js';
 import { installShutdownDraining } from './plugins/shutdown.js';
 import { installValidation } from './plugins/validation.js';
@@ -81,8 +82,8 @@ export interface BuildOptions {
  */
 function installRequestDatabase(app: FastifyInstance, database: DatabaseHandle): void {
   app.decorateRequest('db', {
-    getter(this: { method: string }) {
-      return READ_METHODS.has(this.method) ? database.db : database.writer;
+    getter(this: { method: string; reader: Executor | null }) {
+      return READ_METHODS.has(this.method) ? (this.reader ?? database.db) : database.writer;
     },
   });
 }
@@ -102,7 +103,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const database = options.database ?? openDatabase(config.database, app.log);
 
   try {
-    if (options.migrate !== false) await migrateToLatest(database, (message) => app.log.info(message));
+    if (options.migrate !== false) await migrateOnStart(config.database, database, (message) => app.log.info(message));
   } catch (error) {
     if (!options.database) await database.destroy();
     throw error;
@@ -149,7 +150,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // After CORS, so that browsers can read these refusals too; before auth, so that they cost no database work.
   installSecurityHeaders(app);
   await installOverloadProtection(app, config.overload);
-  await installRateLimits(app, config.rateLimits, options.countInPrimary === true);
+  const redis = await installRateLimits(app, config.rateLimits, options.countInPrimary === true);
+  const replicaConfig = config.database.kind === 'postgres' ? config.database.replicas : undefined;
+  installReplicaReads(app, database, redis, config.rateLimits.redisKeyPrefix, replicaConfig?.maxLagMs ?? 0);
   // After CORS, so that a 401 still carries the CORS headers a browser needs to read it.
   installAuth(app);
   installHealthRoutes(app, database);

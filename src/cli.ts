@@ -3,6 +3,7 @@ import { listEvents, replayEventDeliveries } from './cli/events.js';
 import { migrateDown, migrateUp, migrationStatus } from './cli/migrate.js';
 import { SEED_PASSWORD, SEED_SIZES, type SeedCounts, seedDatabase } from './cli/seed.js';
 import { ConfigError, loadConfig } from './config.js';
+import { blamingDirectUrl, directDatabase } from './db/direct.js';
 import { type DatabaseHandle, openDatabase } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
 import { ROLES, type Role } from './db/schema.js';
@@ -19,12 +20,15 @@ const wholeNumber = (min: number) => (raw: string) => {
 /**
  * Runs `work` against the configured database and always closes it, so the command can exit on its own. Without
  * DATABASE_STATEMENT_TIMEOUT, which is for requests: a migration or a seed of a large database runs for minutes.
+ * Straight to PostgreSQL (DATABASE_DIRECT_URL), past any pooler: the migration lock is a session's.
  */
 async function withDatabase<T>(work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
   const config = loadConfig().database;
-  const database = openDatabase(config.kind === 'postgres' ? { ...config, statementTimeoutMs: 0 } : config);
+  const database = openDatabase(directDatabase(config));
   try {
     return await work(database);
+  } catch (error) {
+    throw blamingDirectUrl(config, error);
   } finally {
     await database.destroy();
   }

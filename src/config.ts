@@ -30,10 +30,26 @@ export type DatabaseConfig =
       connectTimeoutMs: number;
       /**
        * PostgreSQL cancels a statement of these connections that runs longer (503), so that one gone wrong cannot hold
-       * a connection for good; 0 for none, as for the commands whose statements may rightly run for minutes.
+       * a connection for good; 0 for none, as for the commands whose statements may rightly run for minutes, and
+       * behind a pooler, which refuses it when the connection opens (PgBouncer's `connect_query` sets it instead).
        */
       statementTimeoutMs: number;
+      /**
+       * Straight to PostgreSQL, for what needs a session of its own: LISTEN, the migrations, the `conduit` commands.
+       * `url` itself, unless `url` goes through a pooler in transaction mode (db/direct.ts).
+       */
+      directUrl: string;
+      /** Sends the texts that have a name as named statements (drivers/postgres.ts); off for a pooler that cannot keep them. */
+      preparedStatements: boolean;
+      /** Streaming replicas that take reads (db/replicas.ts); none when absent, as for the `conduit` commands. */
+      replicas?: ReplicaConfig;
     };
+
+export interface ReplicaConfig {
+  urls: string[];
+  /** A replica further behind than this takes no reads until it catches up. */
+  maxLagMs: number;
+}
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -290,12 +306,21 @@ function database(settings: Settings, dataDir: string): DatabaseConfig {
   if (url.startsWith('sqlite:')) {
     return { kind: 'sqlite', file: path.resolve(url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')), synchronous };
   }
+  const directUrl = settings.DATABASE_DIRECT_URL ?? url;
+  // A pooler refuses the timeout as a startup parameter, and could not keep it to one client's statements anyway.
+  const pooled = directUrl !== url;
   return {
     kind: 'postgres',
     url,
     poolSize: settings.DATABASE_POOL_SIZE,
     connectTimeoutMs: 1000 * parseDuration(settings.DATABASE_CONNECT_TIMEOUT, 'DATABASE_CONNECT_TIMEOUT'),
-    statementTimeoutMs: 1000 * parseDuration(settings.DATABASE_STATEMENT_TIMEOUT, 'DATABASE_STATEMENT_TIMEOUT', 0),
+    statementTimeoutMs: pooled ? 0 : 1000 * parseDuration(settings.DATABASE_STATEMENT_TIMEOUT, 'DATABASE_STATEMENT_TIMEOUT', 0),
+    directUrl,
+    preparedStatements: settings.DATABASE_PREPARED_STATEMENTS === 'on',
+    replicas: {
+      urls: settings.DATABASE_REPLICA_URLS,
+      maxLagMs: 1000 * parseDuration(settings.DATABASE_REPLICA_MAX_LAG, 'DATABASE_REPLICA_MAX_LAG'),
+    },
   };
 }
 

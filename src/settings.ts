@@ -68,6 +68,7 @@ const isPostgresUrl = (value: string) => /^postgres(ql)?:\/\//.test(value) && UR
 /** Formats the schema names whose check is more than a pattern; registered with the validator by name. */
 export const SETTING_FORMATS = {
   'database-url': (value: string) => /^sqlite:.+/.test(value) || isPostgresUrl(value),
+  'postgres-url': (value: string) => isPostgresUrl(value),
   'redis-url': (value: string) => /^rediss?:\/\//.test(value) && URL.canParse(value),
   'http-url': (value: string) => /^https?:\/\//.test(value) && URL.canParse(value),
   /** A hop count, or addresses and CIDR ranges, comma-separated. */
@@ -118,8 +119,41 @@ export const SETTINGS = Type.Object(
       'how long a statement the server sends PostgreSQL may run, time spent waiting for locks included (`statement_timeout` ' +
         'on its connections, for requests and background work alike); past it PostgreSQL cancels it and the request is ' +
         'answered 503 with `Retry-After`. Migrations, at start or by `conduit migrate`, account purges and the other `conduit` commands ' +
-        'run without it. `0`: none',
+        'run without it. `0`: none. Not sent through a pooler (`DATABASE_DIRECT_URL` set apart), which refuses it: set it ' +
+        "on the pooler's connections instead (docs/DEPLOY.md)",
       { zero: true },
+    ),
+    DATABASE_PREPARED_STATEMENTS: Type.Enum(['on', 'off'], {
+      default: 'on',
+      description:
+        '`on` sends the statements the server runs most as named (prepared) statements, parsed and planned once per ' +
+        'connection; `off` sends every statement unnamed, for a pooler in transaction mode that cannot keep them ' +
+        '(PgBouncer before 1.21, or without `max_prepared_statements`)',
+    }),
+    DATABASE_DIRECT_URL: Type.Optional(
+      Type.String({
+        format: 'postgres-url',
+        writeOnly: true,
+        errorMessage: 'must be a postgres:// URL',
+        description:
+          '`postgres://` URL straight to the database, when `DATABASE_URL` goes through a pooler in transaction mode ' +
+          "(PgBouncer): what needs a session of its own uses it, the live event stream's LISTEN, the migrations and the " +
+          '`conduit` commands. Set apart from `DATABASE_URL`, it tells the server a pooler is in front (docs/DEPLOY.md, ' +
+          'PgBouncer). Unset: `DATABASE_URL`',
+      }),
+    ),
+    DATABASE_REPLICA_URLS: Type.Array(Type.String({ format: 'postgres-url' }), {
+      default: [],
+      writeOnly: true,
+      errorMessage: 'must be comma-separated postgres:// URLs',
+      description:
+        'comma-separated `postgres://` URLs of streaming replicas of DATABASE_URL: reads outside a transaction go to one that ' +
+        "is healthy and has replayed the reader's own last write (kept in Redis: without REDIS_URL, signed-in reads stay on " +
+        'the primary); writes, transactions and LISTEN stay on the primary. Each replica gets a pool the size of the read pool',
+    }),
+    DATABASE_REPLICA_MAX_LAG: duration(
+      '5s',
+      'a replica further behind the primary than this is left out of reads (the primary answers them) until it catches up',
     ),
     JWT_SECRET: Type.Optional(
       Type.String({

@@ -244,6 +244,15 @@ describe('loadConfig', () => {
     expect(configError(env({ DATABASE_URL: 'sqlite:' })).message).toContain('DATABASE_URL');
   });
 
+  it('reads the replicas and the lag they may have', () => {
+    const url = 'postgres://app@primary/conduit';
+    const replicas = 'postgres://app@replica-1/conduit,postgresql://app@replica-2/conduit';
+    expect(loadConfig(env({ DATABASE_URL: url, DATABASE_REPLICA_URLS: replicas, DATABASE_REPLICA_MAX_LAG: '30' })).database).toMatchObject({
+      replicas: { urls: ['postgres://app@replica-1/conduit', 'postgresql://app@replica-2/conduit'], maxLagMs: 30_000 },
+    });
+    expect(() => loadConfig(env({ DATABASE_URL: url, DATABASE_REPLICA_URLS: 'sqlite:./replica.db' }))).toThrow(/DATABASE_REPLICA_URLS/);
+  });
+
   it('reads postgres:// and postgresql:// URLs with a pool size and a connect timeout', () => {
     const url = 'postgres://app:secret@db.internal:5432/conduit';
     expect(loadConfig(env({ DATABASE_URL: url })).database).toEqual({
@@ -252,6 +261,9 @@ describe('loadConfig', () => {
       poolSize: 10,
       connectTimeoutMs: 5000,
       statementTimeoutMs: 5000,
+      directUrl: url,
+      preparedStatements: true,
+      replicas: { urls: [], maxLagMs: 5000 },
     });
     const alias = 'postgresql://app@localhost/conduit';
     expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_POOL_SIZE: '4', DATABASE_CONNECT_TIMEOUT: '2' })).database).toEqual({
@@ -260,6 +272,9 @@ describe('loadConfig', () => {
       poolSize: 4,
       connectTimeoutMs: 2000,
       statementTimeoutMs: 5000,
+      directUrl: alias,
+      preparedStatements: true,
+      replicas: { urls: [], maxLagMs: 5000 },
     });
     expect(loadConfig(env({ DATABASE_URL: alias, DATABASE_CONNECT_TIMEOUT: '1m' })).database).toMatchObject({ connectTimeoutMs: 60_000 });
   });
@@ -287,6 +302,33 @@ describe('loadConfig', () => {
     for (const timeout of ['-1', 'soon', '500ms']) {
       expect(configError(postgres(timeout)).message).toContain('DATABASE_STATEMENT_TIMEOUT');
     }
+  });
+
+  it('reads DATABASE_PREPARED_STATEMENTS as on or off, on by default', () => {
+    const postgres = (extra: Record<string, string> = {}) => env({ DATABASE_URL: 'postgres://localhost/conduit', ...extra });
+    expect(loadConfig(postgres()).database).toMatchObject({ preparedStatements: true });
+    expect(loadConfig(postgres({ DATABASE_PREPARED_STATEMENTS: 'off' })).database).toMatchObject({ preparedStatements: false });
+    expect(configError(postgres({ DATABASE_PREPARED_STATEMENTS: 'no' })).message).toBe(
+      'DATABASE_PREPARED_STATEMENTS must be one of on, off, got "no"',
+    );
+  });
+
+  it('reads DATABASE_DIRECT_URL, DATABASE_URL without it; set apart, no statement timeout goes through the pooler', () => {
+    const pooled = 'postgres://app:secret@pgbouncer.internal:6432/conduit';
+    const direct = 'postgres://app:secret@db.internal:5432/conduit';
+    expect(loadConfig(env({ DATABASE_URL: direct })).database).toMatchObject({ directUrl: direct, statementTimeoutMs: 5000 });
+    expect(loadConfig(env({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct })).database).toMatchObject({
+      url: pooled,
+      directUrl: direct,
+      statementTimeoutMs: 0,
+    });
+    // The same URL twice is no pooler.
+    expect(loadConfig(env({ DATABASE_URL: direct, DATABASE_DIRECT_URL: direct })).database).toMatchObject({ statementTimeoutMs: 5000 });
+    const refused = configError(env({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'sqlite:./data/conduit.db' })).message;
+    expect(refused).toBe('DATABASE_DIRECT_URL must be a postgres:// URL');
+    expect(configError(env({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'postgres://app:hunter2@[broken/x' })).message).not.toContain(
+      'hunter2',
+    );
   });
 
   it('does not leak the database password in a configuration error', () => {

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_SECRET } from './support/app.js';
+import { BEHIND_POOLER, createScratchDatabase, directUrl, TEST_SECRET } from './support/app.js';
 import { type Finished, freePort, runConduit, runNode, SERVER_ENTRY } from './support/processes.js';
 
 /**
@@ -90,8 +90,9 @@ describe('a DATABASE_URL that does not lead to a database', () => {
   });
 
   describe.skipIf(!POSTGRES_URL)('on a PostgreSQL server that answers', () => {
+    // PostgreSQL's own answers: straight to it, past the suite's pooler if any.
     const withPath = (change: (url: URL) => void) => {
-      const url = new URL(POSTGRES_URL ?? '');
+      const url = new URL(directUrl(POSTGRES_URL ?? ''));
       change(url);
       return url.toString();
     };
@@ -107,6 +108,52 @@ describe('a DATABASE_URL that does not lead to a database', () => {
       expectOneLine(
         await serve({ DATABASE_URL: withPath((url) => (url.username = 'conduit_no_such_role')) }),
         /^conduit: DATABASE_URL: PostgreSQL refused the login: .*conduit_no_such_role.*; check the user name and password/,
+      );
+    });
+  });
+
+  describe.skipIf(!POSTGRES_URL)('behind a pooler (DATABASE_DIRECT_URL set apart)', () => {
+    /** TEST_DATABASE_URL changed by `change`: through the suite's pooler when it runs behind one. */
+    const pooled = (change: (url: URL) => void) => {
+      const url = new URL(POSTGRES_URL ?? '');
+      change(url);
+      return url.toString();
+    };
+
+    it('names DATABASE_DIRECT_URL when that is the one that leads nowhere', async () => {
+      const port = await freePort();
+      expectOneLine(
+        await serve({ DATABASE_URL: POSTGRES_URL ?? '', DATABASE_DIRECT_URL: `postgres://nobody@127.0.0.1:${port}/x` }),
+        /^conduit: DATABASE_DIRECT_URL: cannot connect to PostgreSQL at 127\.0\.0\.1:\d+ \(connection refused\)/,
+      );
+    });
+
+    it('names DATABASE_URL when its database does not exist, though the migrations ran on DATABASE_DIRECT_URL', async () => {
+      const scratch = await createScratchDatabase('postgres');
+      try {
+        expectOneLine(
+          await serve({
+            DATABASE_URL: pooled((url) => (url.pathname = '/conduit_no_such_database')),
+            DATABASE_DIRECT_URL: directUrl(scratch.url),
+          }),
+          /^conduit: DATABASE_URL: PostgreSQL says database "conduit_no_such_database" does not exist; create it/,
+        );
+      } finally {
+        await scratch.drop();
+      }
+    });
+
+    it.runIf(BEHIND_POOLER)('tells to set DATABASE_DIRECT_URL when PgBouncer refuses the statement timeout', async () => {
+      expectOneLine(
+        await serve({ DATABASE_URL: POSTGRES_URL ?? '' }),
+        /^conduit: DATABASE_URL: the pooler says unsupported startup parameter: statement_timeout; set DATABASE_DIRECT_URL/,
+      );
+    });
+
+    it.runIf(BEHIND_POOLER)('names a login PgBouncer refuses', async () => {
+      expectOneLine(
+        await serve({ DATABASE_URL: pooled((url) => (url.username = 'conduit_no_such_role')), DATABASE_STATEMENT_TIMEOUT: '0' }),
+        /^conduit: DATABASE_URL: the pooler refused the login: .*authentication failed; check the user name and password/,
       );
     });
   });

@@ -90,7 +90,15 @@ describe('requests to a PostgreSQL address that accepts connections and never an
     const url = `postgres://conduit@127.0.0.1:${(silent.address() as AddressInfo).port}/conduit`;
     const connectTimeoutMs = 500;
     // Two connections: one for reads, so four of the five requests wait in the read pool's queue rather than connecting.
-    const database = openDatabase({ kind: 'postgres', url, poolSize: 2, connectTimeoutMs, statementTimeoutMs: 0 });
+    const database = openDatabase({
+      kind: 'postgres',
+      url,
+      poolSize: 2,
+      connectTimeoutMs,
+      statementTimeoutMs: 0,
+      directUrl: url,
+      preparedStatements: true,
+    });
     // Not migrated: the app could not, and the route under test needs only a connection to fail on.
     const app = await buildApp(testConfig(url), { database, migrate: false });
     try {

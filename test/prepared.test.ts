@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, type Executor, openDatabase } from '../src/db/index.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { preparedQuery } from '../src/db/prepared.js';
-import { createScratchDatabase, DATABASES, type ScratchDatabase, scratchHandle, testConfig } from './support/app.js';
+import { createScratchDatabase, DATABASES, directUrl, type ScratchDatabase, scratchHandle, testConfig } from './support/app.js';
 
 interface TagValues {
   name?: string;
@@ -90,21 +90,28 @@ for (const kind of DATABASES) {
 describe.runIf(DATABASES.includes('postgres'))('prepared queries on PostgreSQL', () => {
   let scratch: ScratchDatabase;
   let handle: DatabaseHandle;
+  /** Like `handle`, with DATABASE_PREPARED_STATEMENTS=off. */
+  let unnamed: DatabaseHandle;
 
   beforeAll(async () => {
     scratch = await createScratchDatabase('postgres');
-    // Two connections: one for reads, one for writes, so every read below runs on the same session.
-    handle = openDatabase(testConfig(scratch.url, { DATABASE_POOL_SIZE: '2' }).database);
+    // Two connections: one for reads, one for writes, so every read below runs on the same session; straight to
+    // PostgreSQL, past the suite's pooler if any, whose sessions are not the server's.
+    const config = (overrides: Record<string, string>) =>
+      testConfig(directUrl(scratch.url), { DATABASE_POOL_SIZE: '2', ...overrides }).database;
+    handle = openDatabase(config({}));
+    unnamed = openDatabase(config({ DATABASE_PREPARED_STATEMENTS: 'off' }));
     await migrateToLatest(handle);
   });
 
   afterAll(async () => {
     await handle?.destroy();
+    await unnamed?.destroy();
     await scratch?.drop();
   });
 
-  const namedOnSession = async () =>
-    (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(handle.db)).rows.map((row) => row.statement);
+  const namedOnSession = async (on = handle) =>
+    (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(on.db)).rows.map((row) => row.statement);
 
   it('sends its texts as named statements, parsed once per connection, at most 64 of them on one connection', async () => {
     const tags = preparedQuery(build);
@@ -122,5 +129,13 @@ describe.runIf(DATABASES.includes('postgres'))('prepared queries on PostgreSQL',
     // A text built afresh, not prepared, is never named.
     await build(handle.db, { above: 1 }, 5).execute();
     expect(await namedOnSession()).not.toContain(build(handle.db, { above: 1 }, 5).compile().sql);
+  });
+
+  it('names none with DATABASE_PREPARED_STATEMENTS=off, for a pooler that cannot keep them, and answers alike', async () => {
+    const tags = preparedQuery(build);
+    for (const minimum of [0, 1, 2, 0, 1, 2]) {
+      expect(await tags.execute(unnamed.db, { minimum }, 10)).toEqual(await tags.execute(handle.db, { minimum }, 10));
+    }
+    expect(await namedOnSession(unnamed)).toEqual([]);
   });
 });

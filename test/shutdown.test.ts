@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createScratchDatabase, DATABASES, type ScratchDatabase, withAdmin } from './support/app.js';
+import { BEHIND_POOLER, createScratchDatabase, DATABASES, type ScratchDatabase, withAdmin } from './support/app.js';
 import { unique } from './support/client.js';
 import { childEnv, type RunningServer, request, SERVER_ENTRY, startServer } from './support/processes.js';
 
@@ -86,13 +87,30 @@ function onNewConnection(base: string): Promise<number | 'refused'> {
 /** Polls the server's log often: the moment something shows there is the moment that matters. */
 const WATCH = { timeout: 10_000, interval: 5 };
 
-/** Connections to the database open anywhere (the test's own admin connection is to another database). */
-const connectionsTo = (databaseUrl: string) =>
-  withAdmin(async (client) => {
-    const name = new URL(databaseUrl).pathname.slice(1);
-    const { rows } = await client.query<{ count: string }>('select count(*) from pg_stat_activity where datname = $1', [name]);
-    return Number(rows[0]?.count);
-  });
+/**
+ * Connections to the database open anywhere (the test's own admin connection is to another database). Behind the
+ * suite's pooler, those of its clients: its own connections to PostgreSQL stay open for the next ones.
+ */
+async function connectionsTo(databaseUrl: string): Promise<number> {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  if (!BEHIND_POOLER) {
+    return withAdmin(async (client) => {
+      const { rows } = await client.query<{ count: string }>('select count(*) from pg_stat_activity where datname = $1', [name]);
+      return Number(rows[0]?.count);
+    });
+  }
+  // PgBouncer's console, a database of its own named pgbouncer, answers simple queries only: no parameters.
+  const pooler = new URL(databaseUrl);
+  pooler.pathname = '/pgbouncer';
+  const client = new pg.Client({ connectionString: pooler.toString() });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ database: string }>('show clients');
+    return rows.filter((row) => row.database === name).length;
+  } finally {
+    await client.end();
+  }
+}
 
 /** Usernames from the list that have an account, read straight from the database the server used. */
 async function storedUsernames(databaseUrl: string, usernames: string[]): Promise<string[]> {

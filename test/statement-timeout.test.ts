@@ -5,7 +5,7 @@ import { buildApp } from '../src/app.js';
 import { openDatabase } from '../src/db/index.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { purgeAccount } from '../src/modules/users/purge.js';
-import { createScratchDatabase, DATABASES, type ScratchDatabase, testConfig } from './support/app.js';
+import { createScratchDatabase, DATABASES, directUrl, type ScratchDatabase, testConfig, withAdmin } from './support/app.js';
 import { call, registerUser } from './support/client.js';
 import { lockTable, lockWaiter } from './support/locks.js';
 import { childEnv, runConduit } from './support/processes.js';
@@ -24,6 +24,8 @@ const within = <T>(ms: number, promise: Promise<T>) =>
 describe.skipIf(!DATABASES.includes('postgres'))('DATABASE_STATEMENT_TIMEOUT on PostgreSQL', () => {
   let scratch: ScratchDatabase;
   let app: FastifyInstance;
+  /** Straight to PostgreSQL, past the suite's pooler if any: through one, the timeout is not sent (below). */
+  let url: string;
 
   /** What `start` resolves to when its statement on `table` has waited for a lock longer than TIMEOUT. */
   async function heldPastTheTimeout<T>(table: string, start: () => Promise<T>): Promise<T> {
@@ -41,7 +43,8 @@ describe.skipIf(!DATABASES.includes('postgres'))('DATABASE_STATEMENT_TIMEOUT on 
 
   beforeAll(async () => {
     scratch = await createScratchDatabase('postgres');
-    app = await buildApp(testConfig(scratch.url, TIMEOUT));
+    url = directUrl(scratch.url);
+    app = await buildApp(testConfig(url, TIMEOUT));
   });
   afterAll(async () => {
     await app?.close();
@@ -63,7 +66,7 @@ describe.skipIf(!DATABASES.includes('postgres'))('DATABASE_STATEMENT_TIMEOUT on 
   });
 
   it('leaves migrations unbounded: one that waits past it still runs, and the timeout is back afterwards', async () => {
-    const database = openDatabase(testConfig(scratch.url, TIMEOUT).database);
+    const database = openDatabase(testConfig(url, TIMEOUT).database);
     try {
       expect(await heldPastTheTimeout('kysely_migration', () => migrateToLatest(database))).toEqual([]);
       // The migration's connection went back to the pool that serves requests: its timeout must be there again.
@@ -78,7 +81,7 @@ describe.skipIf(!DATABASES.includes('postgres'))('DATABASE_STATEMENT_TIMEOUT on 
     const leaver = await registerUser(app, 'leaver');
     // Due only by the clock given to the purge, so that the app's own purge pass leaves the account to this one.
     const due = Date.now() + 60 * 60 * 1000;
-    const database = openDatabase(testConfig(scratch.url, TIMEOUT).database);
+    const database = openDatabase(testConfig(url, TIMEOUT).database);
     try {
       const { id } = await database.db
         .updateTable('users')
@@ -95,9 +98,28 @@ describe.skipIf(!DATABASES.includes('postgres'))('DATABASE_STATEMENT_TIMEOUT on 
   });
 
   it('leaves the conduit commands unbounded', async () => {
-    const result = await heldPastTheTimeout('kysely_migration', () => runConduit(['migrate', 'status'], childEnv(scratch.url, TIMEOUT)));
+    const result = await heldPastTheTimeout('kysely_migration', () => runConduit(['migrate', 'status'], childEnv(url, TIMEOUT)));
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^applied {2}0001_initial /);
+  });
+});
+
+describe.skipIf(!DATABASES.includes('postgres'))('DATABASE_STATEMENT_TIMEOUT behind a pooler (DATABASE_DIRECT_URL set apart)', () => {
+  it('is not sent, which PgBouncer would refuse: the sessions keep the timeout the database gives them', async () => {
+    const scratch = await createScratchDatabase('postgres');
+    const direct = directUrl(scratch.url);
+    // Through the suite's pooler when it has one; else the same database under another address, all the server can tell.
+    const pooled = direct === scratch.url ? `${scratch.url}?application_name=conduit-pooled` : scratch.url;
+    const app = await buildApp(testConfig(pooled, { ...TIMEOUT, DATABASE_DIRECT_URL: direct }));
+    try {
+      const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(app.db);
+      const own = await withAdmin((client) => client.query<{ statement_timeout: string }>('show statement_timeout'), direct);
+      expect(rows).toEqual(own.rows);
+      expect((await call(app, 'GET', '/api/tags')).status).toBe(200);
+    } finally {
+      await app.close();
+      await scratch.drop();
+    }
   });
 });

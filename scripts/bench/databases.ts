@@ -35,19 +35,33 @@ export function locate(kind: DatabaseKind, scale: ScaleName, postgresUrl?: strin
     return { kind, scale, url: `sqlite:${file}`, config: { kind, file, synchronous: 'normal' } };
   }
   if (postgresUrl === undefined) throw new Error('PostgreSQL needs --postgres-url or BENCH_DATABASE_URL');
-  const url = new URL(postgresUrl);
-  url.pathname = `/${postgresName(scale)}`;
+  const url = benchDatabaseOn(postgresUrl, scale);
   return {
     kind,
     scale,
-    url: url.toString(),
+    url,
     // Seeding a million articles runs statements for minutes, as `conduit seed` does.
-    config: { kind, url: url.toString(), poolSize: 2, connectTimeoutMs: 10_000, statementTimeoutMs: 0 },
+    config: {
+      kind,
+      url,
+      poolSize: 2,
+      connectTimeoutMs: 10_000,
+      statementTimeoutMs: 0,
+      directUrl: url,
+      preparedStatements: true,
+    },
     adminUrl: postgresUrl,
   };
 }
 
 const postgresName = (scale: ScaleName) => `conduit_bench_${scale}`;
+
+/** The scale's database on the PostgreSQL server of `serverUrl` (the primary's, or a replica's): its own database swapped for ours. */
+export function benchDatabaseOn(serverUrl: string, scale: ScaleName): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${postgresName(scale)}`;
+  return url.toString();
+}
 
 async function withAdmin<T>(database: BenchDatabase, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: database.adminUrl });

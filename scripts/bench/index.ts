@@ -5,12 +5,14 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { SETTING_NAMES } from '../../src/settings.js';
 import { type Argon2Baseline, measureArgon2 } from './argon2-baseline.js';
 import { startCeiling } from './ceiling.js';
-import { BENCH_DIR, type DatabaseKind, locate, PROJECT_ROOT, prepareDatabase } from './databases.js';
+import { BENCH_DIR, benchDatabaseOn, type DatabaseKind, locate, PROJECT_ROOT, prepareDatabase } from './databases.js';
+import type { LoadResult } from './load.js';
 import { type LockSampler, openLockSampler } from './locks.js';
 import { type MeasureSettings, measureScenario } from './measure.js';
 import { Progress } from './progress.js';
+import { openTransactionCounter, startReplicaServers } from './replicas.js';
 import { type DatabaseRun, describeMachine, formatRun, type ScenarioResult, writeResults } from './report.js';
-import { articleTags, buildScenario, isTwoInstance, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
+import { articleTags, buildScenario, isExtraServers, logIn, pickTargets, SCENARIO_IDS, type ScenarioId } from './scenarios.js';
 import { SCALES, type ScaleName } from './seed-data.js';
 import { BENCH_OWNED_ENV, type RunningServer, type ServerOptions, shownEnv, startServer } from './server.js';
 
@@ -18,6 +20,9 @@ const DATABASE_KINDS = ['sqlite', 'postgres'] as const satisfies readonly Databa
 const SCALE_NAMES = Object.keys(SCALES) as ScaleName[];
 /** As many logins in flight in the argon2 baseline as the load generator keeps open by default. */
 const ARGON2_IN_FLIGHT = 50;
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+/** The mixed-replica scenario's servers: two, reading from the replica, the connections split between them. */
+const REPLICA_SERVERS = 2;
 
 const listOf =
   <T extends string>(allowed: readonly T[]) =>
@@ -62,6 +67,8 @@ interface Options {
   scale: ScaleName[];
   db?: DatabaseKind[];
   postgresUrl?: string;
+  replicaUrl?: string;
+  redisUrl: string;
   scenarios: ScenarioId[];
   duration: number;
   warmup: number;
@@ -90,6 +97,17 @@ function parseOptions(): Options {
         '--postgres-url <url>',
         "PostgreSQL server for the postgres runs; only its conduit_bench_<scale> databases are dropped and created, never the URL's own database",
       ).env('BENCH_DATABASE_URL'),
+    )
+    .addOption(
+      new Option(
+        '--replica-url <url>',
+        "a streaming replica of the --postgres-url server, for mixed-replica; its database is swapped for the bench's as there",
+      ).env('BENCH_REPLICA_URL'),
+    )
+    .addOption(
+      new Option('--redis-url <url>', "Redis for mixed-replica's servers: where they keep each account's last write position")
+        .env('BENCH_REDIS_URL')
+        .default(DEFAULT_REDIS_URL),
     )
     .addOption(
       new Option('--scenarios <list>', `scenarios to run, in order: ${SCENARIO_IDS.join(', ')}`)
@@ -122,7 +140,7 @@ function parseOptions(): Options {
     .option(
       '--smoke',
       'for CI: exit 1 if any response was non-2xx or any request failed or timed out; speed never fails. Leaves out the two-instance ' +
-        'scenarios (*-2x) unless --scenarios names them',
+        'scenarios (*-2x) and mixed-replica unless --scenarios names them',
     )
     .addHelpText(
       'after',
@@ -133,15 +151,26 @@ function parseOptions(): Options {
         '\nThe two-instance scenarios (create-article-2x, favorite-2x) measure the write load on one server, then split\n' +
         'over two servers on the same database (the same connections in all, half to each), and report two / one. On\n' +
         "PostgreSQL they also read pg_stat_activity every 100 ms: the share of the database's active backends waiting on\n" +
-        'a lock. Each server has its own pool of DATABASE_POOL_SIZE connections.',
+        'a lock. Each server has its own pool of DATABASE_POOL_SIZE connections.\n' +
+        '\nmixed-replica (PostgreSQL with --replica-url) measures the mixed reads beside 20 writes/s on one server on the\n' +
+        'primary alone, then on two servers with DATABASE_REPLICA_URLS set to the replica and REDIS_URL to --redis-url\n' +
+        "(a REDIS_KEY_PREFIX of the run's own), the connections split half to each, once both report the replica up; then\n" +
+        "the same writes alone on those two. The primary's share of the read statements comes from pg_stat_database\n" +
+        "(xact_commit of the bench database on each server, the writes-alone run's subtracted). A throwaway pair, as the\n" +
+        'postgres OS user (the replica must allow as many connections as the primary):\n' +
+        '  initdb -A trust -U postgres -D /tmp/pgrep-primary\n' +
+        '  pg_ctl -D /tmp/pgrep-primary -o "-p 5441 -c listen_addresses=127.0.0.1 -c max_connections=200" -l /tmp/pgrep-primary.log start\n' +
+        '  pg_basebackup -h 127.0.0.1 -p 5441 -U postgres -D /tmp/pgrep-replica -R -X stream\n' +
+        '  pg_ctl -D /tmp/pgrep-replica -o "-p 5442 -c listen_addresses=127.0.0.1 -c max_connections=200" -l /tmp/pgrep-replica.log start\n' +
+        'then --postgres-url postgres://postgres@127.0.0.1:5441/postgres --replica-url postgres://postgres@127.0.0.1:5442/postgres.',
     );
   const parsed = program.parse().opts<Omit<Options, 'reuse' | 'cpuProf' | 'smoke'> & Partial<Options>>();
   const smoke = parsed.smoke === true;
   let scenarios = parsed.scenarios;
-  // The smoke run checks that every request succeeds; the two-instance scenarios send the same requests again, twice.
+  // The smoke run checks that every request succeeds; these scenarios send their base scenario's requests again, on more servers.
   if (smoke && program.getOptionValueSource('scenarios') === 'default') {
-    scenarios = scenarios.filter((id) => !isTwoInstance(id));
-    console.log('smoke: the two-instance scenarios (*-2x) are left out; name them in --scenarios to run them');
+    scenarios = scenarios.filter((id) => !isExtraServers(id));
+    console.log('smoke: the two-instance scenarios (*-2x) and mixed-replica are left out; name them in --scenarios to run them');
   }
   return { ...parsed, scenarios, reuse: parsed.reuse === true, cpuProf: parsed.cpuProf === true, smoke };
 }
@@ -169,17 +198,26 @@ function warnings(result: ScenarioResult): string[] {
       `WARNING ${result.id}: ${errors} request errors, ${timeouts} of them timeouts (${JSON.stringify(result.server.errorCodes)})`,
     );
   }
-  for (const { writesAsked, reads, writes } of result.mixed ?? []) {
+  const replica = result.replica;
+  const besideWrites: { where: string; reads?: LoadResult; writes: LoadResult }[] = [
+    ...(result.mixed ?? []).map(({ writesAsked, reads, writes }) => ({ where: `beside ${writesAsked} writes/s`, reads, writes })),
+    ...(replica === undefined
+      ? []
+      : [
+          { where: 'on the primary alone', reads: replica.primaryAlone.reads, writes: replica.primaryAlone.writes },
+          { where: 'reading from the replica', reads: replica.withReplica.reads, writes: replica.withReplica.writes },
+          { where: 'with the writes alone', writes: replica.writesOnly },
+        ]),
+  ];
+  for (const { where, reads, writes } of besideWrites) {
     for (const [what, load] of [
       ['reads', reads],
       ['writes', writes],
     ] as const) {
-      if (load.non2xx + load.errors > 0) {
-        lines.push(
-          `WARNING ${result.id} beside ${writesAsked} writes/s: ${what} got ${load.non2xx} non-2xx (${JSON.stringify(load.statusCodes)}) ` +
-            `and ${load.errors} errors`,
-        );
-      }
+      if (load === undefined || load.non2xx + load.errors === 0) continue;
+      lines.push(
+        `WARNING ${result.id} ${where}: ${what} got ${load.non2xx} non-2xx (${JSON.stringify(load.statusCodes)}) and ${load.errors} errors`,
+      );
     }
   }
   const alongside = result.login?.tagsAlongside;
@@ -218,8 +256,16 @@ async function main(): Promise<number> {
   const settings: MeasureSettings = { connections: options.connections, warmupSeconds: options.warmup, seconds: options.duration };
   let argon2: Promise<Argon2Baseline> | undefined;
   const runs: DatabaseRun[] = [];
-  // The URL may carry a password: the results name only the server.
-  const shownOptions = { ...options, db: databases, postgresUrl: postgresUrl && new URL(postgresUrl).host, serverEnv };
+  const { replicaUrl, redisUrl } = options;
+  // The URLs may carry a password: the results name only the servers.
+  const shownOptions = {
+    ...options,
+    db: databases,
+    postgresUrl: postgresUrl && new URL(postgresUrl).host,
+    replicaUrl: replicaUrl && new URL(replicaUrl).host,
+    redisUrl: new URL(redisUrl).host,
+    serverEnv,
+  };
   const save = () => writeResults(out, { startedAt: stamp, machine, options: shownOptions, runs });
   let requestsFailed = false;
   let runsStopped = false;
@@ -245,14 +291,15 @@ async function main(): Promise<number> {
           console.log(`\n${label}: ${options.reuse ? 'preparing (reuse allowed)' : 'seeding a fresh database'}`);
           run.seed.reused = (await prepareDatabase(database, options.reuse, progress)).reused;
           const targets = await pickTargets(database.config);
-          const serverOptions = (suffix: string, logFile: string): ServerOptions => ({
+          const serverOptions = (suffix: string, logFile: string, env: Record<string, string> = {}): ServerOptions => ({
             databaseUrl: database.url,
             logFile,
-            env: options.serverEnv,
+            env: { ...options.serverEnv, ...env },
             ...(options.cpuProf && { cpuProfile: { dir: path.join(runDir, 'profiles'), name: `${kind}-${scale}${suffix}.cpuprofile` } }),
           });
           const server = await startServer(serverOptions('', run.serverLog));
           let second: Promise<RunningServer> | undefined;
+          let replicaServers: Promise<RunningServer[]> | undefined;
           let locks: Promise<LockSampler> | undefined;
           try {
             const sessions = {
@@ -270,19 +317,52 @@ async function main(): Promise<number> {
                 return second;
               },
               ...(kind === 'postgres' && { lockSampler: () => (locks ??= openLockSampler(database.url)) }),
+              ...(kind === 'postgres' &&
+                postgresUrl !== undefined &&
+                replicaUrl !== undefined && {
+                  replica: {
+                    servers: () => {
+                      if (replicaServers === undefined) {
+                        run.replicaServerLogs = Array.from({ length: REPLICA_SERVERS }, (_, k) =>
+                          path.join(runDir, `server-${kind}-${scale}-replica-${k + 1}.log`),
+                        );
+                        const env = {
+                          DATABASE_REPLICA_URLS: benchDatabaseOn(replicaUrl, scale),
+                          REDIS_URL: redisUrl,
+                          // Positions this run's servers keep, apart from any other's in the same Redis.
+                          REDIS_KEY_PREFIX: `conduit-bench:${stamp}:${scale}:`,
+                        };
+                        replicaServers = startReplicaServers(
+                          run.replicaServerLogs.map((logFile, k) => serverOptions(`-replica-${k + 1}`, logFile, env)),
+                        );
+                      }
+                      return replicaServers;
+                    },
+                    transactions: openTransactionCounter(postgresUrl, replicaUrl, new URL(database.url).pathname.slice(1)),
+                  },
+                }),
               ceiling,
               settings,
               argon2: () => (argon2 ??= measureArgon2(options.duration, ARGON2_IN_FLIGHT)),
             };
             for (const id of options.scenarios) {
+              if (id === 'mixed-replica' && context.replica === undefined) {
+                console.log(
+                  `${label} ${id}: skipped, ${kind === 'postgres' ? 'give --replica-url or set BENCH_REPLICA_URL' : 'PostgreSQL only'}`,
+                );
+                continue;
+              }
               const result = await measureScenario(buildScenario(id, targets, sessions), context);
               run.scenarios.push(result);
               run.rssMaxBytes = Math.max(run.rssMaxBytes ?? 0, result.rssMaxBytes ?? 0) || null;
               const compared = result.instances
                 ? `one server ${result.instances.one.load.requestsPerSecond.toFixed(0)} req/s (two / one ${result.instances.ratio.toFixed(2)})`
-                : result.delivery
-                  ? `delivery p99 ${result.delivery.stream.p99} ms to the streams, ${result.delivery.webhook.p99} ms to the webhook`
-                  : `ceiling ${result.ceiling?.requestsPerSecond.toFixed(0)} req/s`;
+                : result.replica
+                  ? `two servers reading from the replica; one on the primary alone ${result.replica.primaryAlone.reads.requestsPerSecond.toFixed(0)} ` +
+                    `req/s (ratio ${result.replica.ratio.toFixed(2)}); ceiling ${result.ceiling?.requestsPerSecond.toFixed(0)} req/s`
+                  : result.delivery
+                    ? `delivery p99 ${result.delivery.stream.p99} ms to the streams, ${result.delivery.webhook.p99} ms to the webhook`
+                    : `ceiling ${result.ceiling?.requestsPerSecond.toFixed(0)} req/s`;
               console.log(
                 `${label} ${id}: ${result.server.requestsPerSecond.toFixed(0)} req/s, p99 ${result.server.latencyMs.p99} ms, ${compared}`,
               );
@@ -292,8 +372,8 @@ async function main(): Promise<number> {
             }
           } finally {
             // Set only if it started: a start that failed has been reported already.
-            const started = await Promise.all([server, second?.catch(() => undefined)]);
-            await Promise.all(started.map((running) => running?.stop()));
+            const started = await Promise.all([server, second?.catch(() => undefined), replicaServers?.catch(() => undefined)]);
+            await Promise.all(started.flat().map((running) => running?.stop()));
             await locks?.then(
               (sampler) => sampler.close(),
               () => {},

@@ -9,6 +9,7 @@ import type { DeliveryResult } from './delivery.js';
 import type { Answer, LoadResult } from './load.js';
 import type { LockWaits } from './locks.js';
 import type { PhaseTiming } from './progress.js';
+import type { OnEach, TransactionCounts } from './replicas.js';
 import type { ScenarioId } from './scenarios.js';
 import type { ScaleName } from './seed-data.js';
 
@@ -36,6 +37,47 @@ export interface ScenarioResult {
   delivery?: DeliveryResult;
   /** Only for the two-instance scenarios: the same load on one server, then on two; `ratio` is two's req/s over one's. */
   instances?: { one: InstancesRun; two: InstancesRun; ratio: number };
+  /** Only for `mixed-replica`; `server` above is the reads on the two servers reading from the replica. */
+  replica?: ReplicaResult;
+}
+
+/** The mixed reads beside writes on one server on the primary alone, then on two servers reading from a replica. */
+export interface ReplicaResult {
+  writesAsked: number;
+  primaryAlone: ReplicaRun;
+  withReplica: ReplicaRun;
+  /** withReplica's reads/s over primaryAlone's. */
+  ratio: number;
+  /** The same writes on the same two servers, alone and for as long: what the servers run besides the reads. */
+  writesOnly: LoadResult;
+  readShare: ReadShare;
+}
+
+/** One measured load of mixed-replica: reads from `connections` clients, writes paced alongside. */
+export interface ReplicaRun {
+  servers: number;
+  reads: LoadResult;
+  writes: LoadResult;
+  /** Server CPU per answered request (reads and writes), every server's summed. */
+  cpuMicrosPerRequest: number | null;
+}
+
+/**
+ * Where the read statements of withReplica ran, from the bench database's committed transactions on each server,
+ * counted over its warm-up and measured seconds (the writes run beside both), and over as long of the writes alone.
+ */
+export interface ReadShare {
+  source: 'pg_stat_database.xact_commit';
+  mixed: TransactionCounts;
+  writesOnly: TransactionCounts;
+  /** mixed less writesOnly, on each server: the read statements. */
+  reads: OnEach;
+  /** The most replica polls each of `reads` may still hold (replicas.ts unsubtractedPolls). */
+  pollsUnsubtracted: number;
+  /** reads.primary / (reads.primary + reads.replica); null when no reads were counted. */
+  primaryShare: number | null;
+  /** Read statements per read request answered (the warm-up's too): a check that the counts are the reads'. */
+  statementsPerRead: number | null;
 }
 
 /** One measured load of a two-instance scenario. */
@@ -63,6 +105,8 @@ export interface DatabaseRun {
   serverLog: string;
   /** The second server of the two-instance scenarios, when one ran. */
   secondServerLog?: string;
+  /** The two servers of mixed-replica, reading from the replica, when they ran. */
+  replicaServerLogs?: string[];
   /** What --server-env gave every server, writeOnly settings hidden. */
   serverEnv: Record<string, string>;
   scenarios: ScenarioResult[];
@@ -88,6 +132,10 @@ export const DELIVERY_P99_TARGET_MS = 1000;
 /** The targets for the write scenarios on two servers sharing one PostgreSQL database. */
 export const TWO_INSTANCE_RATIO_TARGET = 0.9;
 export const LOCK_WAIT_TARGET = 0.1;
+/** The targets of mixed-replica: two servers on a replica against one on the primary, beside 20 writes/s. */
+export const REPLICA_READS_RATIO_TARGET = 0.9;
+export const REPLICA_WRITE_P99_TARGET_MS = 50;
+export const PRIMARY_READ_SHARE_TARGET = 0.1;
 
 export async function describeMachine(postgresUrl: string | undefined): Promise<Machine> {
   const memory = new BetterSqlite3(':memory:');
@@ -139,6 +187,35 @@ function describeInstancesRun({ servers, load, cpuMicrosPerRequest, lockWaits }:
     `(on average over ${samples} samples ${decimals(activeMean, 1)} active, ${decimals(idleInTransactionMean, 1)} idle in a ` +
     `transaction; active by wait: ${commonest.join(', ') || 'none'})`
   );
+}
+
+const metOrMissed = (met: boolean) => (met ? 'met' : 'MISSED');
+
+function describeReplica({ writesAsked, primaryAlone, withReplica, ratio, writesOnly, readShare }: ReplicaResult): string[] {
+  const run = (name: string, { servers, reads, writes, cpuMicrosPerRequest }: ReplicaRun) => {
+    const p99 = writes.latencyMs.p99;
+    return (
+      `mixed-replica, ${name} (${servers === 1 ? 'one server' : `${servers} servers`}): reads ${decimals(reads.requestsPerSecond, 0)} req/s, ` +
+      `p99 ${decimals(reads.latencyMs.p99, 1)} ms; writes ${decimals(writes.requestsPerSecond, 1)}/s of ${writesAsked} asked, ` +
+      `p99 ${decimals(p99, 1)} ms (target < ${REPLICA_WRITE_P99_TARGET_MS} ms: ${metOrMissed(p99 < REPLICA_WRITE_P99_TARGET_MS)}); ` +
+      `CPU ${cpuMicrosPerRequest === null ? '-' : decimals(cpuMicrosPerRequest, 0)} µs/req`
+    );
+  };
+  const { primaryShare, reads, mixed, statementsPerRead, pollsUnsubtracted } = readShare;
+  const only = readShare.writesOnly;
+  return [
+    run('primary alone', primaryAlone),
+    run('reading from the replica', withReplica),
+    `mixed-replica: reads with the replica / primary alone ${decimals(ratio, 2)} ` +
+      `(target >= ${REPLICA_READS_RATIO_TARGET}: ${metOrMissed(ratio >= REPLICA_READS_RATIO_TARGET)}); primary's share of the read statements ` +
+      (primaryShare === null
+        ? '- (no reads counted)'
+        : `${percent(primaryShare)} (target < ${percent(PRIMARY_READ_SHARE_TARGET)}: ${metOrMissed(primaryShare < PRIMARY_READ_SHARE_TARGET)})`),
+    `mixed-replica: by ${readShare.source}, primary ${mixed.primary} - ${only.primary} writes alone = ${reads.primary}, ` +
+      `replica ${mixed.replica} - ${only.replica} = ${reads.replica} (each may hold up to ${pollsUnsubtracted} of the servers' replica ` +
+      `polls, published late); ${statementsPerRead === null ? '-' : decimals(statementsPerRead, 2)} ` +
+      `statements per read; writes alone ${decimals(writesOnly.requestsPerSecond, 1)}/s, p99 ${decimals(writesOnly.latencyMs.p99, 1)} ms`,
+  ];
 }
 
 function table(header: string[], rows: string[][]): string {
@@ -210,6 +287,7 @@ export function formatRun(run: DatabaseRun): string {
           : `; lock waits on two ${percent(locked)} (target < ${percent(LOCK_WAIT_TARGET)}${verdict(locked < LOCK_WAIT_TARGET)})`),
     );
   }
+  for (const result of run.scenarios) if (result.replica !== undefined) lines.push(...describeReplica(result.replica));
   for (const result of run.scenarios) {
     if (result.delivery === undefined) continue;
     const { streams, writesAsked, events, stream, fewestOnAStream, webhook } = result.delivery;
@@ -221,7 +299,8 @@ export function formatRun(run: DatabaseRun): string {
     );
   }
   const secondLog = run.secondServerLog === undefined ? '' : `, second server's: ${run.secondServerLog}`;
-  lines.push(`server RSS, highest over the run: ${megabytes(run.rssMaxBytes)} MB; server log: ${run.serverLog}${secondLog}`);
+  const replicaLogs = run.replicaServerLogs === undefined ? '' : `, replica servers': ${run.replicaServerLogs.join(' ')}`;
+  lines.push(`server RSS, highest over the run: ${megabytes(run.rssMaxBytes)} MB; server log: ${run.serverLog}${secondLog}${replicaLogs}`);
   if (run.error !== undefined) lines.push(`RUN STOPPED EARLY: ${run.error}`);
   return lines.join('\n');
 }

@@ -45,6 +45,8 @@ export const SCENARIO_IDS = [
   // The same writes on one server, then on two: left out of --smoke unless named.
   'create-article-2x',
   'favorite-2x',
+  // The mixed reads beside writes on the primary alone, then on two servers reading from a streaming replica.
+  'mixed-replica',
 ] as const;
 
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -58,6 +60,9 @@ export const TWO_INSTANCE_SCENARIOS = {
 type TwoInstanceId = keyof typeof TWO_INSTANCE_SCENARIOS;
 
 export const isTwoInstance = (id: ScenarioId): id is TwoInstanceId => id in TWO_INSTANCE_SCENARIOS;
+
+/** Scenarios that start servers of their own and send their base scenario's requests again: --smoke leaves them out unless named. */
+export const isExtraServers = (id: ScenarioId): boolean => isTwoInstance(id) || id === 'mixed-replica';
 
 /** Authors and offsets of the list-urls scenario: 2,000 URLs, each asked again only after all the others. */
 const LIST_URL_AUTHORS = 20;
@@ -93,6 +98,8 @@ export const SCENARIO_TITLES: Record<ScenarioId, string> = {
   events: `GET /api/events: ${DELIVERY_STREAMS} live streams and a webhook endpoint per author, beside ${DELIVERY_WRITES_PER_SECOND} new articles/s; outbox-to-delivery latency`,
   'create-article-2x': 'create-article on one server, then on two on the same database, the connections split between them',
   'favorite-2x': 'favorite on one server, then on two on the same database, the connections split between them',
+  'mixed-replica':
+    'mixed reads beside 20 writes/s on one server on the primary, then on two reading from a streaming replica (PostgreSQL, --replica-url)',
 };
 
 /** Who and what the scenarios ask for, read from the seeded database before the server starts. */
@@ -161,6 +168,8 @@ export interface Scenario {
   writes?: RequestSource;
   /** Measured on one server, then on two on the same database (the *-2x scenarios). */
   twoInstances?: true;
+  /** `next` beside `writes` on one server on the primary, then on two reading from a replica (mixed-replica). */
+  replica?: true;
   /** Writes by these authors (tokens), each with a webhook endpoint, while live streams listen (the events scenario). */
   deliveryAuthors?: string[];
 }
@@ -462,6 +471,7 @@ function tagTaker(tags: readonly string[]): (count: number) => string[] {
 
 export function buildScenario(id: ScenarioId, targets: Targets, sessions: Sessions): Scenario {
   if (isTwoInstance(id)) return { ...buildScenario(TWO_INSTANCE_SCENARIOS[id], targets, sessions), id, twoInstances: true };
+  if (id === 'mixed-replica') return { ...buildScenario('mixed', targets, sessions), id, replica: true };
   if (id === 'events') {
     const authors = sessions.viewers.slice(0, DELIVERY_AUTHORS);
     return {

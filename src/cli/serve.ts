@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { type BuildOptions, buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/index.js';
-import { migrateToLatest } from '../db/migrate.js';
+import { migrateOnStart } from '../db/migrate.js';
 import { keepPlacesForWorkers } from '../plugins/held-places.js';
 import { keepCountersForWorkers } from '../plugins/limit-counters.js';
 import { DOCS_PATH } from '../plugins/openapi.js';
@@ -150,7 +150,7 @@ async function superviseWorkers(config: Config, count: number): Promise<void> {
   // Signals are handled from here on: one during the migration stops cleanly, and no worker starts.
   const database = openDatabase(config.database);
   try {
-    await migrateToLatest(database);
+    await migrateOnStart(config.database, database);
   } finally {
     await database.destroy();
   }

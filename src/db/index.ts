@@ -2,6 +2,7 @@ import { PostgresAdapter } from 'kysely';
 import type { DatabaseConfig } from '../config.js';
 import { type DatabaseLog, openPostgres } from './drivers/postgres.js';
 import { openSqlite } from './drivers/sqlite.js';
+import type { ReplicaSet } from './replicas.js';
 import type { Executor } from './schema.js';
 
 export type { DatabaseLog } from './drivers/postgres.js';
@@ -38,6 +39,8 @@ export interface DatabaseHandle {
    */
   searchesAtOnce: number;
   dialect: Dialect;
+  /** PostgreSQL's streaming replicas that take reads (replicas.ts); null without any, and on SQLite. */
+  replicas: ReplicaSet | null;
   /** Answers whether the database can run a query right now. */
   ping(): Promise<void>;
   /** On SQLite: its writer connection, and the statements queued for their turn at it (reads never queue). */

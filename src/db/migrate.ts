@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { type Migration, type MigrationResult, type MigrationResultSet, Migrator } from 'kysely/migration';
-import type { DatabaseHandle, Executor } from './index.js';
+import type { DatabaseConfig } from '../config.js';
+import { behindPooler, blamingDirectUrl, directDatabase } from './direct.js';
+import { type DatabaseHandle, type Executor, openDatabase } from './index.js';
 import { initialSchema } from './migrations/0001_initial.js';
 import { idempotencyKeys } from './migrations/0002_idempotency_keys.js';
 import { listCounters } from './migrations/0003_list_counters.js';
@@ -101,4 +103,35 @@ export async function migrateToLatest(handle: DatabaseHandle, progress?: Migrati
     (error: unknown): MigrationResultSet => ({ error }),
   );
   return unwrap(outcome);
+}
+
+/** Migrates over a connection opened for it straight to PostgreSQL (DATABASE_DIRECT_URL), then closes it. */
+async function migrateDirectly(config: DatabaseConfig, progress?: MigrationProgress): Promise<MigrationResult[]> {
+  const direct = openDatabase(directDatabase(config));
+  try {
+    return await migrateToLatest(direct, progress);
+  } catch (error) {
+    throw blamingDirectUrl(config, error);
+  } finally {
+    await direct.destroy();
+  }
+}
+
+/**
+ * The migrations at the server's start, on its own handle; behind a pooler, straight to PostgreSQL instead: the
+ * migration lock is a session's advisory lock, and the lifted timeout a session's setting, which a pooler in
+ * transaction mode would leave on whichever server connection it chose. Then `handle` is tried once, so that a
+ * DATABASE_URL that leads nowhere stops the start as it would without a pooler, rather than fail every request.
+ */
+export async function migrateOnStart(
+  config: DatabaseConfig,
+  handle: DatabaseHandle,
+  progress?: MigrationProgress,
+): Promise<MigrationResult[]> {
+  if (!behindPooler(config)) return migrateToLatest(handle, progress);
+  const results = await migrateDirectly(config, progress);
+  await handle.ping().catch((error: unknown) => {
+    throw databaseMisconfiguration(error) ?? error;
+  });
+  return results;
 }

@@ -21,6 +21,8 @@ const NO_HANDSHAKE = new Set([
   'timeout exceeded when trying to connect',
   'Connection terminated unexpectedly',
 ]);
+/** PgBouncer refuses a login with 08P01 (protocol violation), whatever the reason: its message tells which. */
+const POOLER_REFUSAL = '08P01';
 
 /** `error` as a SettingError naming DATABASE_URL when it says the database cannot be reached or entered; else `undefined`. */
 export function databaseMisconfiguration(error: unknown): SettingError | undefined {
@@ -34,9 +36,16 @@ export function databaseMisconfiguration(error: unknown): SettingError | undefin
     if (UNKNOWN_HOST.has(code)) {
       return setting(`cannot connect to PostgreSQL at ${connect.hostname} (${systemProblem(error)})`, 'check the host name');
     }
-    if (code === MISSING_DATABASE)
+    const pooler = code === POOLER_REFUSAL ? String(message) : '';
+    if (code === MISSING_DATABASE || /^database ".*" does not exist$/.test(pooler))
       return setting(`PostgreSQL says ${message}`, 'create it, or fix the database name at the end of the URL');
     if (REFUSED_LOGIN.has(code)) return setting(`PostgreSQL refused the login: ${message}`, 'check the user name and password in the URL');
+    if (/authentication failed|no such user/.test(pooler)) {
+      return setting(`the pooler refused the login: ${pooler}`, "check the user name and password in the URL, and the pooler's users");
+    }
+    if (pooler.startsWith('unsupported startup parameter')) {
+      return setting(`the pooler says ${pooler}`, 'set DATABASE_DIRECT_URL to PostgreSQL itself: it tells the server a pooler is in front');
+    }
   }
   if (typeof message === 'string' && NO_HANDSHAKE.has(message)) {
     return setting(

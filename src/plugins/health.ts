@@ -45,6 +45,7 @@ export function installHealthRoutes(app: FastifyInstance, database: DatabaseHand
     } finally {
       if (pending === attempt) pending = null;
     }
-    return { status: 'ok' };
+    // Replicas never make an instance unready: the primary takes their reads while they are away.
+    return database.replicas === null ? { status: 'ok' } : { status: 'ok', replicas: database.replicas.statuses() };
   });
 }

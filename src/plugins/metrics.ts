@@ -129,6 +129,29 @@ export function installMetrics(app: FastifyInstance, database: DatabaseHandle, s
     });
   }
 
+  const { replicas } = database;
+  if (replicas !== null) {
+    new Gauge({
+      name: 'db_replica_up',
+      help: 'whether the replica takes reads now (1): it answers, and lags less than DATABASE_REPLICA_MAX_LAG',
+      labelNames: ['replica'],
+      registers: [registry],
+      collect() {
+        for (const status of replicas.statuses()) this.set({ replica: status.name }, status.state === 'up' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'db_replica_lag_seconds',
+      help: 'how far the replica was behind the primary at the last poll; absent while it does not answer',
+      labelNames: ['replica'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const status of replicas.statuses()) if (status.lagMs !== null) this.set({ replica: status.name }, status.lagMs / 1000);
+      },
+    });
+  }
+
   new Gauge({
     name: 'conduit_event_streams_open',
     help: 'live event streams (GET /api/events) open in this process',

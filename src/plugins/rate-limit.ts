@@ -181,9 +181,9 @@ function countingInRedis(app: FastifyInstance, redis: Redis, keyPrefix: string):
  * client holds are counted (`streamPlaces`, for the events module). Counters live in this
  * process (in the cluster primary for every worker when `countInPrimary`), or in Redis when set so that every
  * instance shares them. A failing Redis or primary lets requests through: the limits protect the service, they must
- * not take it down.
+ * not take it down. Returns the Redis client, for what else the instances share through it.
  */
-export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig, countInPrimary: boolean): Promise<void> {
+export async function installRateLimits(app: FastifyInstance, config: RateLimitConfig, countInPrimary: boolean): Promise<Redis | null> {
   const redis = config.redisUrl === null ? null : await connectRedis(app, config.redisUrl);
   const counting = redis === null ? countingInMemory(app, countInPrimary) : countingInRedis(app, redis, config.redisKeyPrefix);
   app.decorate('streamPlaces', counting.places);
@@ -246,4 +246,5 @@ export async function installRateLimits(app: FastifyInstance, config: RateLimitC
       if (key !== undefined) await logins?.refund(key, 1);
     },
   });
+  return redis;
 }

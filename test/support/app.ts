@@ -13,7 +13,17 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 export type DatabaseKind = 'sqlite' | 'postgres';
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL;
-export const DATABASES: DatabaseKind[] = POSTGRES_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+/**
+ * Set when TEST_DATABASE_URL goes through a pooler in transaction mode (scripts/pgbouncer.sh): the same PostgreSQL
+ * straight, for what a pooler cannot carry. The apps then run as a deployment behind PgBouncer 1.18 would.
+ */
+const POSTGRES_DIRECT_URL = process.env.TEST_DATABASE_DIRECT_URL;
+/** TEST_DATABASES=postgres runs only the PostgreSQL half of the suites that run on both (a second pass, through a pooler). */
+const ONLY = process.env.TEST_DATABASES?.split(',').map((kind) => kind.trim());
+export const DATABASES: DatabaseKind[] = (POSTGRES_URL ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const)).filter(
+  (kind) => ONLY === undefined || ONLY.includes(kind),
+);
+export const BEHIND_POOLER = Boolean(POSTGRES_URL && POSTGRES_DIRECT_URL);
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
 
@@ -23,9 +33,28 @@ export interface ScratchDatabase {
   drop(): Promise<void>;
 }
 
-/** One client on TEST_DATABASE_URL's database (or on `url`) for the duration of `work`. */
+/** `url`, a database next to TEST_DATABASE_URL, straight to PostgreSQL when the suite runs through a pooler. */
+export function directUrl(url: string): string {
+  if (!BEHIND_POOLER || !POSTGRES_URL || !POSTGRES_DIRECT_URL || !url.startsWith('postgres')) return url;
+  const target = new URL(url);
+  if (target.host !== new URL(POSTGRES_URL).host) return url;
+  const direct = new URL(POSTGRES_DIRECT_URL);
+  direct.pathname = target.pathname;
+  return direct.toString();
+}
+
+/** The settings of an app on `url` behind the suite's pooler, if any: PgBouncer 1.18 keeps no named statements. */
+export function poolerSettings(url: string): Record<string, string> {
+  const direct = directUrl(url);
+  return direct === url ? {} : { DATABASE_DIRECT_URL: direct, DATABASE_PREPARED_STATEMENTS: 'off' };
+}
+
+/**
+ * One client on TEST_DATABASE_URL's database (or on `url`) for the duration of `work`. Straight to PostgreSQL past
+ * the suite's pooler, if any: what it sets on its session is its own, as a database administrator's would be.
+ */
 export async function withAdmin<T>(work: (client: pg.Client) => Promise<T>, url = POSTGRES_URL): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client({ connectionString: url && directUrl(url) });
   await client.connect();
   try {
     return await work(client);
@@ -56,6 +85,7 @@ export function testConfig(databaseUrl: string, overrides: Record<string, string
     LOG_LEVEL: 'silent',
     JWT_SECRET: TEST_SECRET,
     DATABASE_URL: databaseUrl,
+    ...poolerSettings(databaseUrl),
     DATA_DIR: path.join(tmpdir(), 'conduit-test-data'),
     // The suites send hundreds of requests and registrations a minute from one address; the limits have tests of their own.
     RATE_LIMIT_MAX: '0',
@@ -68,9 +98,12 @@ export function testConfig(databaseUrl: string, overrides: Record<string, string
   });
 }
 
-/** A handle on the database at `url` for the duration of `work`, as a tool beside the servers would open one. */
+/**
+ * A handle on the database at `url` for the duration of `work`, as a tool beside the servers would open one: straight
+ * to PostgreSQL past the suite's pooler, if any, as the `conduit` commands go (DATABASE_DIRECT_URL).
+ */
 export async function withDatabase<T>(url: string, work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
-  const handle = openDatabase(testConfig(url).database);
+  const handle = openDatabase(testConfig(directUrl(url)).database);
   try {
     return await work(handle);
   } finally {
@@ -81,13 +114,15 @@ export async function withDatabase<T>(url: string, work: (handle: DatabaseHandle
 /**
  * A handle on a scratch database of `kind` for the enclosing describe: opened (and migrated, unless `migrate` is
  * false) before its tests, closed and dropped after them. Call it at the top of the describe, before its own hooks.
+ * Straight to PostgreSQL past the suite's pooler, if any: the tests run the migrator on it, which the server runs
+ * on DATABASE_DIRECT_URL.
  */
 export function scratchHandle(kind: DatabaseKind, { migrate = true } = {}): () => DatabaseHandle {
   let scratch: ScratchDatabase | undefined;
   let handle: DatabaseHandle | undefined;
   beforeAll(async () => {
     scratch = await createScratchDatabase(kind);
-    handle = openDatabase(testConfig(scratch.url).database);
+    handle = openDatabase(testConfig(directUrl(scratch.url)).database);
     if (migrate) await migrateToLatest(handle);
   });
   afterAll(async () => {

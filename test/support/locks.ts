@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { withAdmin } from './app.js';
+import { directUrl, withAdmin } from './app.js';
 
 /**
  * Resolves once `atLeast` backends of the database at `url` wait for a lock: any backend, or only those running a
@@ -41,10 +41,11 @@ export interface TableLock {
 
 /**
  * Another connection to `url` asking for `table` against every statement that reads it (ACCESS EXCLUSIVE, as a
- * stuck migration or a careless `lock table` would take it), held until `release`.
+ * stuck migration or a careless `lock table` would take it), held until `release`. Straight to PostgreSQL, as a
+ * migration would be, so that `pid` is the backend that holds it.
  */
 export async function lockTable(url: string, table: string): Promise<TableLock> {
-  const holder = new pg.Client({ connectionString: url });
+  const holder = new pg.Client({ connectionString: directUrl(url) });
   await holder.connect();
   const { rows } = await holder.query<{ pid: number }>('select pg_backend_pid() as pid');
   await holder.query('begin');

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -35,15 +35,16 @@ export interface ThrowawayPostgres {
   destroy(): Promise<void>;
 }
 
-export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
-  if (POSTGRES_BIN === null) throw new Error(`no initdb under ${POSTGRES_LIB}/*/bin (apt-get install -y postgresql)`);
-  const dir = mkdtempSync(path.join(tmpdir(), 'conduit-pg-'));
+/** A cluster's folder on a free port: the server's files in `data`, its log and socket beside them. */
+async function clusterFolder(prefix: string) {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
   if (process.getuid?.() === 0) await run('chown', ['postgres:', dir]);
-  const data = path.join(dir, 'data');
-  const port = await freePort();
+  return { dir, data: path.join(dir, 'data'), port: await freePort() };
+}
+
+function throwawayCluster({ dir, data, port }: Awaited<ReturnType<typeof clusterFolder>>): ThrowawayPostgres {
   // Durability of this cluster's own files does not matter to the tests; skipping fsync keeps restarts quick.
   const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${dir} -c fsync=off`;
-
   const cluster: ThrowawayPostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     async start() {
@@ -57,12 +58,55 @@ export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return cluster;
+}
+
+async function started(cluster: ThrowawayPostgres, create: () => Promise<unknown>): Promise<ThrowawayPostgres> {
   try {
-    await asPostgres('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
+    await create();
     await cluster.start();
   } catch (error) {
     await cluster.destroy();
     throw error;
   }
   return cluster;
+}
+
+const requirePostgresBin = () => {
+  if (POSTGRES_BIN === null) throw new Error(`no initdb under ${POSTGRES_LIB}/*/bin (apt-get install -y postgresql)`);
+};
+
+export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
+  requirePostgresBin();
+  const folder = await clusterFolder('conduit-pg-');
+  return started(throwawayCluster(folder), () =>
+    asPostgres('initdb', ['-D', folder.data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync']),
+  );
+}
+
+/**
+ * A streaming replica of `primary` (a throwaway cluster, whose trust rules admit replication from loopback): a base
+ * backup with `-R`, so it follows the primary from the start, applying each commit `applyDelayMs` after it happened.
+ */
+export async function startStreamingReplica(primary: ThrowawayPostgres, applyDelayMs: number): Promise<ThrowawayPostgres> {
+  requirePostgresBin();
+  const folder = await clusterFolder('conduit-replica-');
+  const { port } = new URL(primary.url);
+  return started(throwawayCluster(folder), async () => {
+    await asPostgres('pg_basebackup', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      port,
+      '-U',
+      'postgres',
+      '-D',
+      folder.data,
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+    ]);
+    appendFileSync(path.join(folder.data, 'postgresql.auto.conf'), `recovery_min_apply_delay = '${applyDelayMs}ms'\n`);
+  });
 }

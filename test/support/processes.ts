@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TEST_SECRET } from './app.js';
+import { poolerSettings, TEST_SECRET } from './app.js';
 import { freePort } from './ports.js';
 
 export { freePort };
@@ -24,6 +24,7 @@ export function childEnv(databaseUrl: string, extra: Record<string, string> = {}
     JWT_SECRET: TEST_SECRET,
     DATA_DIR: mkdtempSync(path.join(tmpdir(), 'conduit-child-')),
     DATABASE_URL: databaseUrl,
+    ...poolerSettings(databaseUrl),
     ...extra,
   };
 }

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../config.js';
+import { ReplicaSet } from '../replicas.js';
 import type { Database } from '../schema.js';
 import { statementName } from '../statement-names.js';
 
@@ -45,13 +46,16 @@ class NamingClient extends pg.Client {
  * reads; what they must not do is wait behind every read queued for a connection (under a read load that filled the
  * pool, a favorite waited its turn three times, p50 160 ms, for a few milliseconds of work).
  */
+const REPLICA_CONNECT_TIMEOUT_MS = 1000;
+
 const writeConnections = (poolSize: number): number => Math.max(1, Math.round(poolSize / 4));
 
 function openPool(config: PostgresConfig, max: number, log?: DatabaseLog) {
   const pool = new pg.Pool({
     connectionString: config.url,
     max,
-    Client: NamingClient,
+    // DATABASE_PREPARED_STATEMENTS=off: every text unnamed, for a pooler that would hand a name to a session without it.
+    Client: config.preparedStatements ? NamingClient : pg.Client,
     connectionTimeoutMillis: config.connectTimeoutMs,
     // Sent when the connection opens, so it is the session's default: a statement never starts without it, and
     // `reset statement_timeout` comes back to it after a migration lifts it (migrate.ts). 0 sends nothing.
@@ -81,6 +85,22 @@ export function openPostgres(config: PostgresConfig, log?: DatabaseLog) {
   const writePool = openPool(config, writes, log);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: readPool }) });
   const writer = new Kysely<Database>({ dialect: new PostgresDialect({ pool: writePool }) });
+  const replicaUrls = config.replicas?.urls ?? [];
+  const replicas =
+    replicaUrls.length === 0
+      ? null
+      : new ReplicaSet(
+          readPool,
+          () => new PostgresDialect({ pool: readPool }).createDriver(),
+          // A replica that does not answer is passed over for the primary: waiting the primary's full connect
+          // timeout for it would hold up the reads it was meant to speed up.
+          replicaUrls.map((url) => ({
+            url,
+            pool: openPool({ ...config, url, connectTimeoutMs: Math.min(config.connectTimeoutMs, REPLICA_CONNECT_TIMEOUT_MS) }, reads, log),
+          })),
+          config.replicas!.maxLagMs,
+          log,
+        );
   const sum = (count: (pool: pg.Pool) => number) => count(readPool) + count(writePool);
   return {
     db,
@@ -96,7 +116,9 @@ export function openPostgres(config: PostgresConfig, log?: DatabaseLog) {
       idle: sum((pool) => pool.idleCount),
       waiting: sum((pool) => pool.waitingCount),
     }),
+    replicas,
     destroy: async () => {
+      await replicas?.close();
       await Promise.all([db.destroy(), writer.destroy()]);
     },
   };

@@ -193,6 +193,7 @@ export function openSqlite({ file, synchronous }: Extract<DatabaseConfig, { kind
     writer: db,
     searcher: searcher.db,
     searchesAtOnce: 4,
+    replicas: null,
     async ping() {
       reader.prepare('select 1').get();
     },

@@ -85,7 +85,11 @@ export const articlesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { tag, author, favorited, q, ...page } = request.query;
       const filters = { tag, author, favorited, q, screenedBy: screeningOf(request) ?? undefined };
-      const searcher = { db: app.searcher, inTurn: (search: () => Promise<ListAnswer>) => inSearchTurn(request, reply, search) };
+      // A replica chosen for this reader takes its search too; SQLite's searcher is its worker thread.
+      const searcher = {
+        db: request.reader ?? app.searcher,
+        inTurn: (search: () => Promise<ListAnswer>) => inSearchTurn(request, reply, search),
+      };
       return listArticles(request.db, filters, pageOf(page), viewerId(request), searcher);
     },
   );

@@ -90,7 +90,7 @@ export class EventDispatcher {
     private readonly limits: EventStreamConfig,
   ) {
     this.buffers = new BufferBudget(limits.bufferBudgetBytes);
-    this.notifier = database.kind === 'postgres' ? new Notifier(database.url, log, () => this.wake()) : null;
+    this.notifier = database.kind === 'postgres' ? new Notifier(database.directUrl, log, () => this.wake()) : null;
   }
 
   /** Streams open in this process, counted from admission, before they subscribe. */
@@ -206,8 +206,10 @@ export class EventDispatcher {
 /**
  * PostgreSQL's LISTEN/NOTIFY between the processes on one database, both on one connection of its own, opened when
  * this process first has a stream or a write to tell of: a pooled connection would stop listening when handed back,
- * and the pools stay the requests'. The NOTIFY is sent after the write has committed, never inside its transaction: a
- * transaction that notifies takes a lock shared by the whole database at commit, which would line up every write.
+ * and the pools stay the requests'. It goes straight to PostgreSQL (DATABASE_DIRECT_URL): a pooler in transaction
+ * mode would leave the LISTEN on whichever server connection it chose, and hear nothing. The NOTIFY is sent after the
+ * write has committed, never inside its transaction: a transaction that notifies takes a lock shared by the whole
+ * database at commit, which would line up every write.
  */
 class Notifier {
   private client: pg.Client | null = null;

@@ -30,6 +30,8 @@ declare module 'fastify' {
   }
 }
 
+type SignedInAccount = NonNullable<Awaited<ReturnType<typeof findSignedInAccount>>>;
+
 const SCHEME = /^(?:Token|Bearer) +([^\s]+) *$/i;
 
 /**
@@ -48,10 +50,14 @@ export function installAuth(app: FastifyInstance): void {
     const token = SCHEME.exec(header)?.[1];
     if (token === undefined) throw unauthorized('is invalid');
     const claims = await app.tokens.verify(token);
+    await app.readRouting.forAccount(request, claims.userId);
     // Deleted users and revoked sessions fail here: the account is read afresh on every request.
-    const account = await findSignedInAccount(request.db, claims.userId);
-    const current = account && (account.token_version === claims.version || account.kept_session === claims.sessionId);
-    if (!current) throw unauthorized('is invalid');
+    const isCurrent = (found: SignedInAccount | undefined): found is SignedInAccount =>
+      found !== undefined && (found.token_version === claims.version || found.kept_session === claims.sessionId);
+    let account = await findSignedInAccount(request.db, claims.userId);
+    // A replica may not have replayed the registration or login that made this token yet: the primary has the last word.
+    if (!isCurrent(account) && app.readRouting.toPrimary(request)) account = await findSignedInAccount(request.db, claims.userId);
+    if (!isCurrent(account)) throw unauthorized('is invalid');
     const { screened, ...fields } = account;
     request.currentUser = { account: fields, token, sessionId: claims.sessionId, screened: screenedIds(screened) };
   };
