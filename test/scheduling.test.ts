@@ -195,7 +195,9 @@ describe.skipIf(!POSTGRES)('scheduled publication on two server processes sharin
     await sleep(1500);
     servers.add(await startServer(SERVER_ENTRY, [], env));
     await expectEachPublishedOnce(scratch.url, scheduled, await watching);
-    // Each process says how many it recorded: all of them together, each once, and not all by one process.
+    // Each process says how many it recorded: together no more than were scheduled, and not all by one process. The
+    // events above show each publication happened once; a process killed with SIGKILL may die between a pass's commit
+    // and its log line, so the lines can miss what the victim published in its last second (10 articles at most).
     const recordedBy = servers.all.map((server) =>
       server
         .output()
@@ -203,7 +205,9 @@ describe.skipIf(!POSTGRES)('scheduled publication on two server processes sharin
         .filter((line) => line.includes('scheduled articles published'))
         .reduce((sum, line) => sum + (JSON.parse(line).recorded as number), 0),
     );
-    expect(recordedBy.reduce((a, b) => a + b, 0)).toBe(ARTICLES);
+    const logged = recordedBy.reduce((a, b) => a + b, 0);
+    expect(logged).toBeLessThanOrEqual(ARTICLES);
+    expect(ARTICLES - logged, 'publications no log line tells of').toBeLessThanOrEqual(1000 / SPACING_MS);
     expect(recordedBy.filter((n) => n > 0).length, `recorded by each process: ${recordedBy}`).toBeGreaterThan(1);
   });
 });

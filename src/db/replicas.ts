@@ -151,7 +151,13 @@ export class ReplicaSet {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.polling;
-    await Promise.all(this.replicas.map((replica) => replica.db.destroy()));
+    // Ended here, not by Kysely: a Kysely that never ran a statement destroys nothing, and the polls used the pool.
+    await Promise.all(
+      this.replicas.map(async (replica) => {
+        await replica.db.destroy();
+        await replica.pool.end();
+      }),
+    );
   }
 
   private isUsable(replica: Replica): boolean {
@@ -203,7 +209,10 @@ export class ReplicaSet {
 
   private lagOf(replayed: bigint): number {
     const firstAhead = this.samples.find((sample) => sample.position > replayed);
-    return firstAhead === undefined ? 0 : Date.now() - firstAhead.at;
+    if (firstAhead === undefined) return 0;
+    // Behind even the oldest sample: how far is unknown (just after start there is one sample), so too far.
+    if (firstAhead === this.samples[0]) return Math.max(Date.now() - firstAhead.at, this.maxLagMs + 1);
+    return Date.now() - firstAhead.at;
   }
 }
 
@@ -310,8 +319,7 @@ class RoutedDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
-    // The primary's pool belongs to the primary's own Kysely, which ends it.
-    await this.replica.destroy();
+    // Both pools are ended by their owners: the primary's by its Kysely, the replica's by ReplicaSet.close.
   }
 }
 
